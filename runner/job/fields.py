@@ -1,0 +1,140 @@
+"""Field types shared by the job model and the ten item models.
+
+Every model of a job file derives from ``JobModel``: unknown keys are errors (a typo in a
+payment file must not be silently ignored), and numbers given where text is expected (a
+postal code, a phone number typed without quotes) are taken as their text.
+
+Amounts are ``Decimal`` end to end: the YAML loader reads ``12.50`` as ``Decimal("12.50")``
+(see ``document``), CSV cells are text, JSON Lines floats are parsed as ``Decimal``, and a
+binary ``float`` reaching an amount field is refused rather than rounded.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+class JobModel(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", coerce_numbers_to_str=True, validate_default=False, frozen=True
+    )
+
+
+class FieldProblem(ValueError):
+    """A model validator's complaint about one of the model's fields.
+
+    Pydantic locates a model validator's error at the model itself; raising this instead
+    lets the message name the field a person has to fix (``source.amount``), not its parent.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def _decimal(value: Any) -> Decimal:
+    if isinstance(value, bool):
+        raise ValueError(f"not a decimal amount: {value!r}")
+    if isinstance(value, float):
+        # A float has already lost the exact value the person wrote.
+        raise ValueError(f"amounts must be written exactly, not as a binary float: {value!r}")
+    if isinstance(value, Decimal):
+        number = value
+    elif isinstance(value, int):
+        number = Decimal(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            number = Decimal(text)
+        except InvalidOperation:
+            hint = "; use a point as the decimal separator" if re.fullmatch(
+                r"[+-]?\d+,\d+", text) else ""
+            raise ValueError(f"not a decimal amount: {value!r}{hint}") from None
+    else:
+        raise ValueError(f"not a decimal amount: {value!r}")
+    if not number.is_finite():
+        raise ValueError(f"not a finite amount: {value!r}")
+    return number
+
+
+def _amount(value: Any) -> Decimal:
+    number = _decimal(value)
+    if number <= 0:
+        raise ValueError(f"must be greater than 0, got {number}")
+    return number
+
+
+def _non_negative(value: Any) -> Decimal:
+    number = _decimal(value)
+    if number < 0:
+        raise ValueError(f"must not be negative, got {number}")
+    return number
+
+
+_DECIMAL_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*[+-]?\d+(\.\d+)?\s*$"}]
+}
+
+#: An amount of money: an exact, finite decimal greater than zero.
+Amount = Annotated[
+    Decimal,
+    BeforeValidator(_amount, json_schema_input_type=Any),
+    Field(json_schema_extra=_DECIMAL_SCHEMA, description="exact decimal, greater than 0"),
+]
+#: A rate or fee: an exact, finite decimal, zero allowed.
+Rate = Annotated[
+    Decimal,
+    BeforeValidator(_non_negative, json_schema_input_type=Any),
+    Field(json_schema_extra=_DECIMAL_SCHEMA, description="exact decimal, not negative"),
+]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
+_UNIT_SECONDS = {"ms": Decimal("0.001"), "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(value: Any) -> Decimal:
+    """``"5m"`` -> ``Decimal(300)``: seconds, from a number and an optional unit.
+
+    Units are ``ms``, ``s``, ``m``, ``h`` and ``d``; a bare number counts seconds.
+    """
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError(f"not a duration: {value!r}; write it like 90s, 5m or 1h")
+    if isinstance(value, int | Decimal):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        raise ValueError(f"not a duration: {value!r}; write it like 90s, 5m or 1h")
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a duration: {value!r}; write it like 90s, 5m or 1h")
+    return Decimal(match[1]) * _UNIT_SECONDS[match[2]]
+
+
+#: A length of time in seconds, written ``90s``, ``5m``, ``1h`` or as a number of seconds.
+Duration = Annotated[
+    Decimal,
+    BeforeValidator(parse_duration, json_schema_input_type=Any),
+    Field(
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": r"^\d+(\.\d+)?\s*(ms|s|m|h|d)?$"},
+            ]
+        },
+        description="seconds; or a number with a unit: ms, s, m, h, d (e.g. 5m)",
+    ),
+]
+
+#: Optional text, as the documents give most request fields.
+Text = str | None
+
+
+def require_amount(amount: Decimal | None, field: str, mode: str) -> None:
+    """The quotation modes name which side carries the input amount; that side must."""
+    if amount is None:
+        raise FieldProblem(field, f"required when mode is {mode}")

@@ -1,0 +1,165 @@
+"""The items of ``merchant_payment`` and ``legacy_pay`` jobs
+(spec/merchant-payment-service.md, parts A and B).
+
+A merchant payment item is one quotation and one payment; the document shows the payment
+request in two forms, and runner writes the one of its example (``consumer`` and
+``purpose_of_payment``), which matches the debit party verification call. The enumerations
+the document lists (gender, ID type, source of funds, account type) are checked here.
+
+A legacy Pay item is one call of the single-call webservice, in the document's own field
+names. ``format`` (json or xml) picks the body's form; it belongs to the item so that
+``defaults`` can set it for the whole job and a row can still override it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from runner.job import fields
+from runner.job.fields import Amount, FieldProblem, JobModel, Text, require_amount
+
+Gender = Literal["MALE", "FEMALE"]
+IdType = Literal[
+    "PASSPORT", "NATIONAL_ID", "DRIVING_LICENSE", "SOCIAL_SECURITY", "TAX_ID",
+    "SENIOR_CITIZEN_ID", "BIRTH_CERTIFICATE", "VILLAGE_ELDER_ID", "RESIDENT_CARD",
+    "ALIEN_REGISTRATION", "PAN_CARD", "VOTERS_ID", "HEALTH_CARD", "EMPLOYER_ID", "OTHER",
+]
+SourceOfFunds = Literal["CASH", "BUSINESS", "GIFT", "SALARY", "LOTTERY", "SAVINGS", "OTHER"]
+
+
+class PaymentAmount(JobModel):
+    country_iso_code: str
+    currency: str
+    amount: Amount | None = None
+
+
+class CollectionAmount(JobModel):
+    currency: str
+    amount: Amount | None = None
+
+
+class DebitPartyIdentifier(JobModel):
+    msisdn: Text = None
+    bank_account_number: Text = None
+    iban: Text = None
+    clabe: Text = None
+    swift_bic_code: Text = None
+    bik_code: Text = None
+    ifs_code: Text = None
+    sort_code: Text = None
+    aba_routing_number: Text = None
+    bsb_number: Text = None
+    branch_number: Text = None
+    routing_code: Text = None
+    account_type: Literal["CHECKING", "SAVINGS"] | None = None
+    account_number: Text = None
+    card_number: Text = None
+    email: Text = None
+
+
+class Consumer(JobModel):
+    lastname: Text = None
+    lastname2: Text = None
+    middlename: Text = None
+    firstname: Text = None
+    nativename: Text = None
+    nationality_country_iso_code: Text = None
+    code: Text = None
+    date_of_birth: Text = None
+    country_of_birth_iso_code: Text = None
+    gender: Gender | None = None
+    address: Text = None
+    postal_code: Text = None
+    city: Text = None
+    country_iso_code: Text = None
+    msisdn: Text = None
+    email: Text = None
+    id_type: IdType | None = None
+    id_country_iso_code: Text = None
+    id_number: Text = None
+    id_delivery_date: Text = None
+    id_expiration_date: Text = None
+    occupation: Text = None
+    province_state: Text = None
+    bank_account_holder_name: Text = None
+    source_of_funds: SourceOfFunds | None = None
+
+
+class MerchantPaymentItem(JobModel):
+    """A quotation (payment method, mode, amounts) and the payment created from it."""
+
+    payment_method_id: int
+    mode: Literal["PAYMENT_AMOUNT", "COLLECTION_AMOUNT"]
+    payment: PaymentAmount
+    collection: CollectionAmount
+    debit_party_identifier: DebitPartyIdentifier
+    consumer: Consumer
+    purpose_of_payment: Text = None
+    callback_url: Text = None
+    external_code: Text = None
+    additional_information_1: Text = None
+    additional_information_2: Text = None
+    additional_information_3: Text = None
+
+    @model_validator(mode="after")
+    def _input_amount_given(self) -> Self:
+        if self.mode == "PAYMENT_AMOUNT":
+            require_amount(self.payment.amount, "payment.amount", self.mode)
+        else:
+            require_amount(self.collection.amount, "collection.amount", self.mode)
+        return self
+
+
+class LegacyMerchantUrls(JobModel):
+    ReturnUrl: Text = None
+    AbortedUrl: Text = None
+    ErrorUrl: Text = None
+    ServerNotificationUrl: Text = None
+
+
+class LegacyCustomer(JobModel):
+    Email: Text = None
+
+
+class LegacyMerchantOrder(JobModel):
+    Id: Text = Field(
+        default=None, description="the merchant's order reference; runner sends the item's "
+        "external_id when unset"
+    )
+    Customer: LegacyCustomer | None = None
+
+
+class LegacyCredential(JobModel):
+    name: str = Field(min_length=1)
+    credential: str
+
+
+class LegacyPayItem(JobModel):
+    """One call of the legacy Pay webservice (``POST /Rest/V40/PaymentOrder/Pay``)."""
+
+    # The document's own (Pascal case) names; the types are aliased so that no field name
+    # shadows the type it is annotated with.
+    MerchantId: str
+    Amount: fields.Amount
+    Currency: str
+    PaymentPageId: str
+    MerchantUrls: LegacyMerchantUrls
+    MerchantOrder: LegacyMerchantOrder = Field(default_factory=LegacyMerchantOrder)
+    Credentials: list[LegacyCredential] = Field(default_factory=list)
+    format: Literal["json", "xml"] = "json"
+
+    @field_validator("Credentials")
+    @classmethod
+    def _names_unique(cls, credentials: list[LegacyCredential]) -> list[LegacyCredential]:
+        seen: dict[str, int] = {}
+        for index, credential in enumerate(credentials):
+            if credential.name in seen:
+                raise FieldProblem(
+                    f"{index}.name",
+                    f"credential name {credential.name!r} is used twice "
+                    f"(also at index {seen[credential.name]})",
+                )
+            seen[credential.name] = index
+        return credentials

@@ -1,0 +1,223 @@
+"""The job file as typed data: the contract of ../shared/DESIGN.md, "The job file".
+
+``Job`` is what ``runner.job.loading.load_job`` returns once the YAML has been read and its
+``${VAR}`` references resolved. Its ``defaults`` and ``items.template`` stay untyped here:
+they hold Jinja text until each row is rendered, and only the rendered item is checked
+against its kind's model (``ITEM_MODELS``). ``runner schema`` prints these models' JSON
+Schema for editors.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
+
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
+
+from runner.job.collection import (
+    AccountTransferItem,
+    CancelItem,
+    ChargeItem,
+    OnboardingItem,
+    PaymentOrderItem,
+    PayoutItem,
+    RefundItem,
+)
+from runner.job.fields import Duration, FieldProblem, JobModel, parse_duration
+from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
+from runner.job.money_transfer import RemittanceItem
+
+Kind = Literal[
+    "remittance", "merchant_payment", "payout", "account_transfer", "payment_order",
+    "charge", "refund", "cancel", "legacy_pay", "onboarding",
+]
+ITEM_MODELS: dict[str, type[JobModel]] = {
+    "remittance": RemittanceItem,
+    "merchant_payment": MerchantPaymentItem,
+    "payout": PayoutItem,
+    "account_transfer": AccountTransferItem,
+    "payment_order": PaymentOrderItem,
+    "charge": ChargeItem,
+    "refund": RefundItem,
+    "cancel": CancelItem,
+    "legacy_pay": LegacyPayItem,
+    "onboarding": OnboardingItem,
+}
+KINDS: tuple[str, ...] = tuple(ITEM_MODELS)
+
+Item = (
+    RemittanceItem | MerchantPaymentItem | PayoutItem | AccountTransferItem | PaymentOrderItem
+    | ChargeItem | RefundItem | CancelItem | LegacyPayItem | OnboardingItem
+)
+
+# Job names go into every external_id, which the provider puts in URL paths (ext-...).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Provider(JobModel):
+    base_url: str = Field(
+        default="sandbox",
+        description='"sandbox" (the embedded emulator), an https URL, or an http URL on '
+        "this machine (a sandbox started with `runner sandbox serve`)",
+    )
+    auth: Literal["basic", "hmac"] = "basic"
+    api_key: SecretStr
+    api_secret: SecretStr
+    brand: str = Field(
+        default="Svc", pattern=r"^[A-Za-z0-9]+$",
+        description="brand part of the digest headers: X-<brand>-apikey, ...",
+    )
+    timeout: Duration = Field(default=parse_duration("30s"), description="per HTTP request")
+
+    @field_validator("base_url")
+    @classmethod
+    def _sandbox_or_url(cls, value: str) -> str:
+        if value == "sandbox":
+            return value
+        url = urlsplit(value)
+        if url.scheme == "https" and url.hostname:
+            return value.rstrip("/")
+        if url.scheme == "http" and url.hostname and _is_loopback(url.hostname):
+            return value.rstrip("/")
+        raise ValueError(
+            f"{value!r} is not 'sandbox', an https URL, or an http URL on this machine"
+        )
+
+
+class Items(JobModel):
+    from_: str | None = Field(
+        default=None, alias="from",
+        description="CSV (.csv) or JSON Lines (.jsonl, .ndjson) file, relative to the job file",
+    )
+    rows: list[dict[str, Any]] | None = Field(default=None, description="rows written inline")
+    format: Literal["csv", "jsonl"] | None = Field(
+        default=None, description="format of `from`, when its extension does not tell"
+    )
+    delimiter: str = Field(default=",", min_length=1, max_length=1,
+                           description="CSV cell separator")
+    external_id: str = Field(
+        description="Jinja template of each item's external_id; must differ for every row"
+    )
+    template: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the item's fields; text may use Jinja over row, vars, defaults, job",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.from_ is None) == (self.rows is None):
+            raise FieldProblem("from", "give exactly one of `from` (a file) and `rows`")
+        if self.from_ is not None and self.format is None:
+            if _rows_format(self.from_) is None:
+                raise FieldProblem(
+                    "from", f"cannot tell the format of {self.from_!r}: name it .csv or .jsonl"
+                    ", or set items.format")
+        return self
+
+
+def _rows_format(path: str) -> Literal["csv", "jsonl"] | None:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    return None
+
+
+class Retry(JobModel):
+    attempts: int = Field(default=6, ge=1)
+    max_wait: Duration = Field(default=parse_duration("60s"))
+
+
+class Run(JobModel):
+    concurrency: int = Field(default=4, ge=1)
+    confirm: bool = True
+    wait_for_final: Duration = Field(default=parse_duration("5m"))
+    retry: Retry = Field(default_factory=Retry)
+    on_invalid: Literal["stop", "skip"] = "stop"
+
+
+# Enough to catch a name in the wrong field; the mail server is the judge of the rest.
+EmailAddress = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]
+
+
+class Smtp(JobModel):
+    host: str
+    port: int = Field(default=587, ge=1, le=65535)
+    starttls: bool = True
+    username: str | None = None
+    password: SecretStr | None = None
+
+
+class Email(JobModel):
+    to: list[EmailAddress] = Field(min_length=1)
+    from_: EmailAddress = Field(alias="from")
+    subject: str | None = None
+    smtp: Smtp
+
+
+class Summary(JobModel):
+    template: str | None = Field(default=None, description="Jinja summary template")
+    email: Email | None = None
+
+
+class Job(JobModel):
+    """A batch: what to pay (items), through which provider, and how to run it."""
+
+    version: Literal[1]
+    name: str = Field(pattern=NAME_PATTERN, max_length=64)
+    kind: Kind
+    provider: Provider
+    vars: dict[str, Any] = Field(default_factory=dict)
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    items: Items
+    run: Run = Field(default_factory=Run)
+    summary: Summary | None = None
+
+    _path: Path = PrivateAttr(default=Path("job.yaml"))
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        """The job file; relative paths in the job are relative to its folder."""
+        return self._path
+
+    @property
+    def rows_path(self) -> Path | None:
+        """The rows file named by ``items.from``, or None for inline rows."""
+        return None if self.items.from_ is None else self._path.parent / self.items.from_
+
+    @property
+    def rows_format(self) -> Literal["csv", "jsonl"] | None:
+        if self.items.from_ is None:
+            return None
+        return self.items.format or _rows_format(self.items.from_)
+
+    def line_of(self, *path: str | int) -> int | None:
+        """The job file's line holding ``path`` (or its nearest parent), for messages."""
+        while path:
+            if path in self._lines:
+                return self._lines[path]
+            path = path[:-1]
+        return None
+
+    @property
+    def item_model(self) -> type[JobModel]:
+        return ITEM_MODELS[self.kind]
+
+
+def item_model(kind: str) -> type[JobModel]:
+    """The pydantic model of one item of ``kind``; KeyError for an unknown kind."""
+    return ITEM_MODELS[kind]
+

@@ -1,0 +1,183 @@
+"""The rows of a job: from a CSV or JSON Lines file beside the job file, or inline.
+
+Rows are read one at a time (a 100,000-row file never sits in memory), each with the number
+a person uses to find it, which is what every message about the row shows:
+
+- CSV: the spreadsheet's row number. Row 1 is the header, so the first data row is row 2;
+  a row whose cells are all empty is skipped but still counted, as a spreadsheet counts it.
+- JSON Lines: the line number, counting from 1; blank lines are skipped and counted.
+- inline ``rows:``: the line of the job file where the row starts.
+
+Files are UTF-8; a byte-order mark (as Excel writes) is tolerated. Bytes that are not UTF-8
+make that row an error naming the row, and reading goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+from runner.errors import JobError
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class RowValues(dict[str, Any]):
+    """One row's values by column name; its own type so a template's messages can tell a
+    missing column from a missing variable."""
+
+    __slots__ = ()
+
+
+#: Either a row's values or the problem that kept them from being read.
+RowRead = tuple[int, RowValues | JobError]
+
+
+@dataclass(frozen=True)
+class RowsFile:
+    """A CSV or JSON Lines file of rows, read anew by each iteration."""
+
+    path: Path
+    format: Literal["csv", "jsonl"]
+    delimiter: str = ","
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    @property
+    def unit(self) -> str:
+        """What its numbers count, for messages: ``row`` or ``line``."""
+        return "row" if self.format == "csv" else "line"
+
+    def header(self) -> list[str] | JobError:
+        """The CSV header's column names, or the problem with it (JSON Lines: no header)."""
+        with self.path.open("rb") as stream:
+            lines = _Utf8Lines(stream)
+            reader = csv.reader(lines, delimiter=self.delimiter)
+            first = next(reader, None)
+            if lines.problem is not None:
+                return JobError(self.name, 1, None, lines.problem)
+        if not first:
+            return JobError(self.name, None, None, "the file is empty; its first row names "
+                            "the columns")
+        seen: dict[str, int] = {}
+        for index, column in enumerate(first, start=1):
+            if not column.strip():
+                return JobError(self.name, 1, None, f"column {index} has no name")
+            if column in seen:
+                return JobError(self.name, 1, None, f"column {column!r} is named twice "
+                                f"(columns {seen[column]} and {index})")
+            seen[column] = index
+        return first
+
+    def __iter__(self) -> Iterator[RowRead]:
+        if self.format == "csv":
+            return self._csv()
+        return self._jsonl()
+
+    def _csv(self) -> Iterator[RowRead]:
+        header = self.header()
+        if isinstance(header, JobError):
+            yield 1, header
+            return
+        width = len(header)
+        with self.path.open("rb") as stream:
+            lines = _Utf8Lines(stream)
+            reader = csv.reader(lines, delimiter=self.delimiter, strict=True)
+            number = 0
+            try:
+                for number, cells in enumerate(reader, start=1):
+                    if lines.problem is not None:
+                        yield number, JobError(self.name, number, None, lines.problem)
+                        lines.problem = None
+                    elif number == 1 or not any(cells):
+                        continue
+                    elif len(cells) != width:
+                        yield number, JobError(self.name, number, None, f"the row has "
+                                               f"{len(cells)} cells, the header {width}")
+                    else:
+                        yield number, RowValues(zip(header, cells, strict=True))
+            except csv.Error as exc:
+                yield number + 1, JobError(self.name, number + 1, None, f"invalid CSV: {exc}")
+
+    def _jsonl(self) -> Iterator[RowRead]:
+        with self.path.open("rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                if number == 1 and raw.startswith(_BOM):
+                    raw = raw[len(_BOM):]
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield number, JobError(self.name, number, None, _not_utf8(raw, exc))
+                    continue
+                if not text.strip():
+                    continue
+                try:
+                    value = json.loads(text, parse_float=Decimal)
+                except json.JSONDecodeError as exc:
+                    yield number, JobError(self.name, number, None,
+                                           f"invalid JSON at column {exc.colno}: {exc.msg}")
+                    continue
+                if not isinstance(value, dict):
+                    yield number, JobError(self.name, number, None,
+                                           "a row must be a JSON object ({...})")
+                    continue
+                yield number, RowValues(value)
+
+
+@dataclass(frozen=True)
+class InlineRows:
+    """The ``rows:`` written in the job file, numbered by the line each starts on."""
+
+    rows: list[dict[str, Any]]
+    lines: list[int]
+    name: str
+    unit: str = "line"
+
+    def __iter__(self) -> Iterator[RowRead]:
+        for line, row in zip(self.lines, self.rows, strict=True):
+            yield line, RowValues(row)
+
+
+RowSource = RowsFile | InlineRows
+
+
+class _Utf8Lines:
+    """Lines of a binary stream as text, for ``csv.reader``.
+
+    Decoding line by line (not through a text wrapper, which decodes ahead in blocks) lets a
+    bad byte be pinned to its row; such a line is passed on with replacement characters and
+    ``problem`` is set for the reader's caller to turn that row into an error.
+    """
+
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._lines = iter(stream)
+        self._first = True
+        self.problem: str | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        raw = next(self._lines)
+        if self._first:
+            self._first = False
+            if raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problem = self.problem or _not_utf8(raw, exc)
+            return raw.decode("utf-8", errors="replace")
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    byte = raw[exc.start]
+    return (f"not UTF-8 text (byte 0x{byte:02X} at byte {exc.start + 1} of the line); "
+            "save the file as UTF-8")

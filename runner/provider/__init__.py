@@ -1,0 +1,1 @@
+"""Provider clients: one per service, plus auth, errors and pagination."""

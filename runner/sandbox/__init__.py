@@ -1,0 +1,16 @@
+"""The sandbox: a faithful emulator of the provider's HTTP APIs, served over real HTTP.
+
+It is the default target of job files (``base_url: sandbox``) and what every test talks
+to. Its parts: ``config`` (every knob), ``catalogue`` (the deterministic services, payers,
+payment methods and balances), ``store`` (in-memory state, optionally journalled to a
+file), ``pricing`` (quotations in Decimal), ``lifecycle`` (status changes on the sandbox
+clock, with test triggers), ``callbacks`` (signed, retried deliveries), ``faults``
+(latency, errors, lost answers), ``auth``, the routers (``money_transfer``,
+``merchant_payment``, ``admin``), ``app`` (wires them) and ``server`` (uvicorn, in the
+foreground or in a thread).
+"""
+
+from runner.sandbox.config import SandboxConfig
+from runner.sandbox.server import RunningSandbox, serve, start_in_thread
+
+__all__ = ["RunningSandbox", "SandboxConfig", "serve", "start_in_thread"]

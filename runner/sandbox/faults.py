@@ -1,0 +1,167 @@
+"""Fault injection and request accounting, as one ASGI middleware around the provider API.
+
+Each request falls in an endpoint group (``group_of``). A group's rule (or the ``*`` rule)
+may add latency, answer 500 or 503 before any work is done, lose the answer (the work is
+done and committed, then the connection is dropped with no response), or hold the answer
+for ``slow_seconds`` (longer than a client's timeout). Counters (``lost_next`` ...) hit the
+next calls deterministically; rates draw from a seeded random generator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections import Counter, deque
+from dataclasses import asdict, fields
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from runner.sandbox.auth import Authenticator, AuthFailure
+from runner.sandbox.config import FaultRule
+from runner.sandbox.errors import error_body
+
+GROUPS = ("ping", "discovery", "balances", "parties", "quotations", "create", "confirm",
+          "lookups")
+
+
+def group_of(method: str, path: str) -> str | None:
+    """The endpoint group of a provider call; None for paths outside the provider API."""
+    if path == "/ping":
+        return "ping"
+    if not path.startswith("/v1/"):
+        return None
+    if method == "GET":
+        if path.endswith("/balances"):
+            return "balances"
+        if any(p in path for p in ("/quotations/", "/transactions/", "/payments/")):
+            return "lookups"
+        return "discovery"
+    if path.endswith("/confirm"):
+        return "confirm"
+    if path.endswith(("/transactions", "/payments")):
+        return "create"
+    if path.endswith("/quotations"):
+        return "quotations"
+    if "-party-" in path:
+        return "parties"
+    return "create"
+
+
+class FaultState:
+    def __init__(self, rules: dict[str, FaultRule], slow_seconds: float,
+                 seed: int | None) -> None:
+        self.rules = dict(rules)
+        self.slow_seconds = slow_seconds
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.recent: deque[dict[str, Any]] = deque(maxlen=2000)
+
+    def set_rule(self, group: str, changes: dict[str, Any]) -> FaultRule:
+        known = {f.name for f in fields(FaultRule)}
+        unknown = set(changes) - known
+        if unknown:
+            raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
+        if group != "*" and group not in GROUPS:
+            raise ValueError(f"unknown endpoint group {group!r} (groups: *, {', '.join(GROUPS)})")
+        with self._lock:
+            rule = FaultRule(**{**asdict(self.rules.get(group, FaultRule())), **changes})
+            self.rules[group] = rule
+        return rule
+
+    def clear(self) -> None:
+        with self._lock:
+            self.rules.clear()
+
+    def describe(self) -> dict[str, Any]:
+        return {"slow_seconds": self.slow_seconds,
+                "rules": {g: asdict(r) for g, r in self.rules.items()}}
+
+    def record(self, method: str, path: str, group: str) -> None:
+        with self._lock:
+            self.counts[method] += 1
+            self.counts[f"{method} {group}"] += 1
+            self.recent.append({"method": method, "path": path, "group": group})
+
+    def decide(self, group: str) -> tuple[float, str | None]:
+        """(latency in seconds, action) for one call."""
+        with self._lock:
+            rule = self.rules.get(group) or self.rules.get("*")
+            if rule is None:
+                return 0.0, None
+            for action in ("error", "unavailable", "lost", "slow"):
+                left = getattr(rule, f"{action}_next")
+                if left > 0:
+                    setattr(rule, f"{action}_next", left - 1)
+                    return rule.latency_ms / 1000, action
+            for action in ("error", "unavailable", "lost", "slow"):
+                rate = getattr(rule, f"{action}_rate")
+                if rate and self._random.random() < rate:
+                    return rule.latency_ms / 1000, action
+            return rule.latency_ms / 1000, None
+
+
+async def _answer(send: Send, status: int, body: bytes,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ProviderMiddleware:
+    """Accounting, faults and authentication, in that order, for provider paths only."""
+
+    def __init__(self, app: ASGIApp, faults: FaultState, auth: Authenticator) -> None:
+        self.app = app
+        self.faults = faults
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        group = group_of(method, path)
+        if group is None:
+            await self.app(scope, receive, send)
+            return
+        self.faults.record(method, path, group)
+        latency, action = self.faults.decide(group)
+        if latency:
+            await asyncio.sleep(latency)
+        try:
+            self.auth.check(scope["headers"])
+        except AuthFailure as failure:
+            await _answer(send, 401, error_body("1000401", f"Unauthorized: {failure}"))
+            return
+        if action == "error":
+            await _answer(send, 500, error_body("1009001", "Unexpected error, contact support"))
+        elif action == "unavailable":
+            await _answer(send, 503, error_body("1009001", "Service temporarily unavailable, "
+                                                           "retry later"),
+                          [(b"retry-after", b"1")])
+        elif action == "lost":
+            await self.app(scope, receive, _discard)
+            abort = scope.get("extensions", {}).get("sandbox.abort")
+            if abort is None:
+                raise ConnectionAbortedError("lost response")
+            abort()
+        elif action == "slow":
+            await self.app(scope, receive, self._held(send))
+        else:
+            await self.app(scope, receive, send)
+
+    def _held(self, send: Send) -> Send:
+        async def held(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await asyncio.sleep(self.faults.slow_seconds)
+            await send(message)
+
+        return held
+
+
+async def _discard(message: Message) -> None:
+    return None

@@ -1,0 +1,81 @@
+"""What every router shares: exact-decimal request bodies, party checks, the sandbox handle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import simplejson
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+
+from runner import rules
+from runner.sandbox.errors import ApiError
+
+if TYPE_CHECKING:
+    from runner.sandbox.app import Sandbox
+
+
+class DecimalRequest(Request):
+    """Parses JSON numbers as Decimal, so an amount is never a binary float on its way in."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = simplejson.loads(await self.body(), use_decimal=True)
+        return self._json
+
+
+class DecimalRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(DecimalRequest(request.scope, request.receive))
+
+        return route
+
+
+def sandbox(request: Request) -> Sandbox:
+    return request.app.state.sandbox  # type: ignore[no-any-return]
+
+
+def require_alternatives(values: Mapping[str, Any], alternatives: Sequence[Sequence[str]],
+                         where: str, merchant: bool = False) -> None:
+    gaps = rules.missing(values, alternatives)
+    if gaps:
+        raise ApiError("1000999", f"{where}.{gaps[0]} is required (accepted: "
+                                  f"{rules.describe(alternatives)})", merchant=merchant)
+
+
+ENUMS = {
+    "gender": {"MALE", "FEMALE"},
+    "id_type": {"PASSPORT", "NATIONAL_ID", "DRIVING_LICENSE", "SOCIAL_SECURITY", "TAX_ID",
+                "SENIOR_CITIZEN_ID", "BIRTH_CERTIFICATE", "VILLAGE_ELDER_ID", "RESIDENT_CARD",
+                "ALIEN_REGISTRATION", "PAN_CARD", "VOTERS_ID", "HEALTH_CARD", "EMPLOYER_ID",
+                "OTHER"},
+    "source_of_funds": {"CASH", "BUSINESS", "GIFT", "SALARY", "LOTTERY", "SAVINGS", "OTHER"},
+    "account_type": {"CHECKING", "SAVINGS"},
+}
+DATE_FIELDS = ("date_of_birth", "id_delivery_date", "id_expiration_date")
+COUNTRY_FIELDS = ("country_iso_code", "nationality_country_iso_code", "country_of_birth_iso_code",
+                  "id_country_iso_code")
+
+
+def check_party(values: Mapping[str, Any], where: str, merchant: bool = False,
+                enums: Sequence[str] = ()) -> None:
+    """ISO dates, ISO 3166 alpha-3 countries and the given enumerations, field by field."""
+    for name in DATE_FIELDS:
+        value = values.get(name)
+        if rules.present(value) and not rules.ISO_DATE.match(str(value)):
+            raise ApiError("1000999", f"{where}.{name} must be an ISO 8601 date (YYYY-MM-DD)",
+                           merchant=merchant)
+    for name in COUNTRY_FIELDS:
+        value = values.get(name)
+        if rules.present(value) and not rules.ALPHA3.match(str(value)):
+            raise ApiError("1000999", f"{where}.{name} must be an ISO 3166-1 alpha-3 code",
+                           merchant=merchant)
+    for name in enums:
+        value = values.get(name)
+        if rules.present(value) and value not in ENUMS[name]:
+            raise ApiError("1000999", f"{where}.{name} must be one of "
+                                      f"{', '.join(sorted(ENUMS[name]))}", merchant=merchant)

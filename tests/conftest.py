@@ -1,0 +1,120 @@
+"""Fixtures: a real sandbox on a free loopback port, in a thread, per test, and small HTTP
+helpers to talk to it. Timings are shrunk so nothing waits for real more than milliseconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import requests
+import simplejson
+
+from runner.provider.auth import DigestAuth
+from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread
+
+KEY, SECRET = "test-key", "test-secret"
+
+
+class Api:
+    """A thin test client: JSON in, exact decimals out, no retries."""
+
+    def __init__(self, base: str, auth: Any, timeout: float = 5.0) -> None:
+        self.base = base
+        self.session = requests.Session()
+        self.session.auth = auth
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        data = None if body is None else simplejson.dumps(body, use_decimal=True)
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        kw.setdefault("timeout", self.timeout)
+        return self.session.request(method, self.base + path, data=data, headers=headers, **kw)
+
+    def get(self, path: str, **kw: Any) -> requests.Response:
+        return self.call("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        return self.call("POST", path, body, **kw)
+
+
+def body(response: requests.Response) -> Any:
+    return simplejson.loads(response.content, use_decimal=True)
+
+
+def error_of(response: requests.Response) -> tuple[int, str]:
+    """(HTTP status, provider code) of an error answer."""
+    return response.status_code, body(response)["errors"][0]["code"]
+
+
+class Admin:
+    def __init__(self, base: str) -> None:
+        self.api = Api(base + "/_admin", None)
+
+    def advance(self, seconds: float) -> Any:
+        return body(self.api.post("/clock/advance", {"seconds": seconds}))
+
+    def faults(self, rules: dict[str, dict[str, Any]], slow_seconds: float | None = None) -> Any:
+        payload: dict[str, Any] = {"rules": rules}
+        if slow_seconds is not None:
+            payload["slow_seconds"] = slow_seconds
+        return body(self.api.post("/faults", payload))
+
+    def timing(self, **values: Any) -> Any:
+        return body(self.api.call("PATCH", "/timing", values))
+
+    def balance(self, currency: str, amount: str, facility: str | None = None) -> Any:
+        payload: dict[str, Any] = {"balance": Decimal(amount)}
+        if facility is not None:
+            payload["credit_facility"] = Decimal(facility)
+        return body(self.api.call("PUT", f"/balances/{currency}", payload))
+
+    def requests(self) -> Any:
+        return body(self.api.get("/requests"))
+
+    def callbacks(self) -> Any:
+        return body(self.api.get("/callbacks"))
+
+
+def test_config(**overrides: Any) -> SandboxConfig:
+    values: dict[str, Any] = dict(port=0, api_key=KEY, api_secret=SECRET, tick=0.005,
+                                  submit_delay=60.0, complete_delay=60.0,
+                                  callback_spacing=0.005, callback_timeout=2.0)
+    values.update(overrides)
+    return SandboxConfig(**values)
+
+
+@pytest.fixture
+def sandbox_factory() -> Iterator[Callable[..., RunningSandbox]]:
+    started: list[RunningSandbox] = []
+
+    def make(**overrides: Any) -> RunningSandbox:
+        sb = start_in_thread(test_config(**overrides))
+        started.append(sb)
+        return sb
+
+    yield make
+    for sb in started:
+        sb.stop()
+
+
+@pytest.fixture
+def sandbox(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
+    """Status changes wait 60 s on the sandbox clock: tests move it with ``admin.advance``."""
+    return sandbox_factory()
+
+
+@pytest.fixture
+def api(sandbox: RunningSandbox) -> Api:
+    return Api(sandbox.url, (KEY, SECRET))
+
+
+@pytest.fixture
+def hmac_api(sandbox: RunningSandbox) -> Api:
+    return Api(sandbox.url, DigestAuth(KEY, SECRET))
+
+
+@pytest.fixture
+def admin(sandbox: RunningSandbox) -> Admin:
+    return Admin(sandbox.url)
