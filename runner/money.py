@@ -28,7 +28,8 @@ def step(precision: int, increment: Decimal) -> Decimal:
 
 
 def fits(amount: Decimal, precision: int, increment: Decimal) -> bool:
-    """True when ``amount`` has at most ``precision`` decimals and is a multiple of ``increment``."""
+    """True when ``amount`` has at most ``precision`` decimals and is a multiple of
+    ``increment``."""
     if not amount.is_finite() or amount != amount.quantize(Decimal(1).scaleb(-precision)):
         return False
     return amount % increment == 0

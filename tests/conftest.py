@@ -85,8 +85,17 @@ def test_config(**overrides: Any) -> SandboxConfig:
     return SandboxConfig(**values)
 
 
+@pytest.fixture(scope="session")
+def stopping() -> Iterator[list[RunningSandbox]]:
+    """Sandboxes asked to stop; joined once at the end instead of after every test."""
+    finished: list[RunningSandbox] = []
+    yield finished
+    for sb in finished:
+        sb.stop()
+
+
 @pytest.fixture
-def sandbox_factory() -> Iterator[Callable[..., RunningSandbox]]:
+def sandbox_factory(stopping: list[RunningSandbox]) -> Iterator[Callable[..., RunningSandbox]]:
     started: list[RunningSandbox] = []
 
     def make(**overrides: Any) -> RunningSandbox:
@@ -96,7 +105,8 @@ def sandbox_factory() -> Iterator[Callable[..., RunningSandbox]]:
 
     yield make
     for sb in started:
-        sb.stop()
+        sb.stop(wait=False)
+    stopping.extend(started)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -72,6 +73,7 @@ def serve(**opts: object) -> None:
     Example:
       runner sandbox serve --port 8765 --latency-ms 20 --fault confirm:lost_rate=0.1
     """
+    from runner.sandbox.faults import GROUPS
     from runner.sandbox.server import serve as run
 
     rules: dict[str, FaultRule] = {}
@@ -80,8 +82,10 @@ def serve(**opts: object) -> None:
     if star:
         rules["*"] = FaultRule(**star)  # type: ignore[arg-type]
     for group, name, number in map(_fault, opts["faults"]):  # type: ignore[call-overload]
+        if group != "*" and group not in GROUPS:
+            raise click.BadParameter(f"unknown endpoint group {group!r}", param_hint="--fault")
         base = rules.get(group, FaultRule(**star))  # type: ignore[arg-type]
-        if not hasattr(base, name):
+        if name not in {f.name for f in fields(FaultRule)}:
             raise click.BadParameter(f"unknown fault setting {name!r}", param_hint="--fault")
         setattr(base, name, int(number) if name.endswith("_next") else number)
         rules[group] = base

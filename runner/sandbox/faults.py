@@ -13,7 +13,7 @@ import asyncio
 import random
 import threading
 from collections import Counter, deque
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,10 +49,27 @@ def group_of(method: str, path: str) -> str | None:
     return "create"
 
 
+def _setting(name: str, value: Any) -> float | int:
+    """A fault setting as the rule holds it: counters int, the rest float (JSON bodies carry
+    Decimal, which asyncio.sleep refuses); anything else is refused."""
+    counter = name.endswith("_next")
+    try:
+        if isinstance(value, bool | str) or value is None or value < 0:
+            raise TypeError
+        number = int(value) if counter else float(value)
+        if counter and number != value:
+            raise TypeError
+    except (TypeError, ValueError, ArithmeticError):
+        kind = "integer" if counter else "number"
+        raise ValueError(f"{name} must be a non-negative {kind}") from None
+    return number
+
+
 class FaultState:
     def __init__(self, rules: dict[str, FaultRule], slow_seconds: float,
                  seed: int | None) -> None:
-        self.rules = dict(rules)
+        # Copies: the counters count down here, not in the caller's (reusable) config.
+        self.rules = {group: replace(rule) for group, rule in rules.items()}
         self.slow_seconds = slow_seconds
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -66,6 +83,7 @@ class FaultState:
             raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
         if group != "*" and group not in GROUPS:
             raise ValueError(f"unknown endpoint group {group!r} (groups: *, {', '.join(GROUPS)})")
+        changes = {name: _setting(name, value) for name, value in changes.items()}
         with self._lock:
             rule = FaultRule(**{**asdict(self.rules.get(group, FaultRule())), **changes})
             self.rules[group] = rule

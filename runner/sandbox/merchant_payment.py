@@ -18,25 +18,30 @@ from runner.sandbox.errors import JSON, ApiError
 from runner.sandbox.pagination import paginate
 from runner.sandbox.pricing import price_merchant_payment
 from runner.sandbox.routing import DecimalRoute, check_party, require_alternatives, sandbox
-from runner.sandbox.statuses import PAYMENT_PLANS, UNAVAILABLE, UNREGISTERED, plan_for, \
-    status_fields, trigger_of
+from runner.sandbox.statuses import (
+    PAYMENT_PLANS,
+    UNAVAILABLE,
+    UNREGISTERED,
+    plan_for,
+    status_fields,
+    trigger_of,
+)
 
 router = APIRouter(prefix="/v1/merchant-payment", route_class=DecimalRoute,
                    tags=["merchant payment"])
 METHODS = {m.id: cat.method_resource(m) for m in cat.PAYMENT_METHODS}
 CONSUMER_ENUMS = ("gender", "id_type", "source_of_funds")
-M = {"merchant": True}
 Page = int | None
 
 
 def _method(method_id: int) -> cat.MethodSpec:
     spec = cat.METHODS_BY_ID.get(method_id)
     if spec is None:
-        raise ApiError("1003002", f"payment method {method_id}", **M)
+        raise ApiError("1003002", f"payment method {method_id}", merchant=True)
     if not spec.active:
-        raise ApiError("1003001", **M)
+        raise ApiError("1003001", merchant=True)
     if not spec.available:
-        raise ApiError("1003007", **M)
+        raise ApiError("1003007", merchant=True)
     return spec
 
 
@@ -59,7 +64,7 @@ async def payment_methods(page: Page = None, per_page: Page = None,
 @router.get("/payment-methods/{method_id}", response_model=s.PaymentMethod)
 async def payment_method(method_id: int) -> JSON:
     if method_id not in METHODS:
-        raise ApiError("1000404", f"payment method {method_id}", **M)
+        raise ApiError("1000404", f"payment method {method_id}", merchant=True)
     return JSON(METHODS[method_id])
 
 
@@ -92,7 +97,7 @@ async def debit_party_information(method_id: int, body: s.DebitPartyRequest) -> 
                 consumer = s.Consumer(firstname=first, lastname=last,
                                       country_iso_code=spec.country)
                 return JSON({"id": method_id, "consumer": consumer.model_dump()})
-    raise ApiError("1000404", "no party with this identifier", **M)
+    raise ApiError("1000404", "no party with this identifier", merchant=True)
 
 
 @router.post("/payment-methods/{method_id}/debit-party-verification",
@@ -113,12 +118,13 @@ async def create_quotation(request: Request, body: s.MerchantQuotationRequest) -
     store = sb.store
     with store.lock:
         if body.external_id in store.by_ext["mquotations"]:
-            raise ApiError("1007001", body.external_id, **M)
+            raise ApiError("1007001", body.external_id, merchant=True)
         spec = _method(body.payment_method_id)
         if body.payment.country_iso_code != spec.country:
-            raise ApiError("1000999", f"payment.country_iso_code must be {spec.country}", **M)
+            raise ApiError("1000999", f"payment.country_iso_code must be {spec.country}",
+                           merchant=True)
         if body.payment.currency != spec.currency:
-            raise ApiError("1000999", f"payment.currency must be {spec.currency}", **M)
+            raise ApiError("1000999", f"payment.currency must be {spec.currency}", merchant=True)
         collect = body.collection.currency
         price = price_merchant_payment(spec, body.mode, collect, body.payment.amount,
                                        body.collection.amount)
@@ -143,7 +149,7 @@ def _quotation(request: Request, ref: str) -> tuple[dict[str, Any], dict[str, An
     store = sandbox(request).store
     found = store.get("mquotations", ref)
     if found is None:
-        raise ApiError("1008002", ref, **M)
+        raise ApiError("1008002", ref, merchant=True)
     return found, store.meta["mquotations"][found["id"]]
 
 
@@ -159,9 +165,9 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
     with store.lock:
         quotation, qmeta = _quotation(request, ref)
         if body.external_id in store.by_ext["payments"]:
-            raise ApiError("1007001", body.external_id, **M)
+            raise ApiError("1007001", body.external_id, merchant=True)
         if sb.clock.now() > qmeta["expires"]:
-            raise ApiError("1008003", ref, **M)
+            raise ApiError("1008003", ref, merchant=True)
         spec = _method(qmeta["method_id"])
         ident = _debit_party(spec, body.debit_party_identifier)
         party = body.consumer or body.sender or s.Consumer()
@@ -170,7 +176,7 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
         check_party(consumer, "consumer", merchant=True, enums=CONSUMER_ENUMS)
         purpose = body.purpose_of_payment or body.purpose_of_remittance
         if purpose is not None and purpose != "OTHER":
-            raise ApiError("1000999", "purpose_of_payment must be OTHER", **M)
+            raise ApiError("1000999", "purpose_of_payment must be OTHER", merchant=True)
         first, plan = plan_for(PAYMENT_PLANS, ident)
         fee, collection = quotation["fee"], quotation["collection"]
         payment = s.Payment(
@@ -198,7 +204,7 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
 def _payment(request: Request, ref: str) -> dict[str, Any]:
     found = sandbox(request).store.get("payments", ref)
     if found is None:
-        raise ApiError("1008004", ref, **M)
+        raise ApiError("1008004", ref, merchant=True)
     return found
 
 
@@ -229,11 +235,11 @@ async def confirm_payment(request: Request, ref: str) -> JSON:
         payment = _payment(request, ref)
         meta = sb.store.meta["payments"][payment["id"]]
         if meta.get("confirmed"):
-            raise ApiError("1007002", ref, **M)
+            raise ApiError("1007002", ref, merchant=True)
         if payment["status"] != "10000":
-            raise ApiError("1007003", f"status {payment['status_message']}", **M)
+            raise ApiError("1007003", f"status {payment['status_message']}", merchant=True)
         if sb.clock.now() > sb.store.meta["mquotations"][meta["quotation_id"]]["expires"]:
-            raise ApiError("1007004", ref, **M)
+            raise ApiError("1007004", ref, merchant=True)
         meta["confirmed"] = True
         payment["details"] = _details(cat.METHODS_BY_ID[payment["payment_method"]["id"]],
                                       payment)

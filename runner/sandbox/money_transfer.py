@@ -14,8 +14,14 @@ from runner.sandbox.errors import JSON, ApiError
 from runner.sandbox.pagination import paginate
 from runner.sandbox.pricing import price_remittance
 from runner.sandbox.routing import DecimalRoute, check_party, require_alternatives, sandbox
-from runner.sandbox.statuses import TRANSFER_PLANS, UNAVAILABLE, UNREGISTERED, plan_for, \
-    status_fields, trigger_of
+from runner.sandbox.statuses import (
+    TRANSFER_PLANS,
+    UNAVAILABLE,
+    UNREGISTERED,
+    plan_for,
+    status_fields,
+    trigger_of,
+)
 
 router = APIRouter(prefix="/v1/money-transfer", route_class=DecimalRoute,
                    tags=["money transfer"])

@@ -64,8 +64,10 @@ def price_remittance(
                                       f"decimals and be a multiple of {payer.increment}")
         for band in bands:
             rate = band["wholesale_fx_rate"]
-            source = round_up(destination / rate, TWO, CENT)
-            if band["source_amount_min"] <= source <= band["source_amount_max"]:
+            # The cheapest source amount of this band that delivers the destination amount:
+            # between the bands' edges no source amount converts to exactly it.
+            source = max(round_up(destination / rate, TWO, CENT), band["source_amount_min"])
+            if source <= band["source_amount_max"]:
                 break
         else:
             raise ApiError("1006001", f"source amount over {cat.MAX_SOURCE_AMOUNT}")
@@ -92,31 +94,31 @@ def price_merchant_payment(
     method: cat.MethodSpec, mode: str, collection_currency: str, payment_amount: Decimal | None,
     collection_amount: Decimal | None,
 ) -> MerchantPrice:
-    m = dict(merchant=True)
     rates = cat.MERCHANT_RATES.get(collection_currency)
     if rates is None or method.currency not in rates:
         raise ApiError("1003008", f"collection.currency {collection_currency} is not collected",
-                       **m)
+                       merchant=True)
     rate = rates[method.currency]
     if mode == "PAYMENT_AMOUNT":
         payment = _amount(payment_amount, "payment.amount")
         if not fits(payment, method.precision, method.increment):
             raise ApiError("1000999", f"payment.amount must have at most {method.precision} "
-                                      f"decimals and be a multiple of {method.increment}", **m)
+                                      f"decimals and be a multiple of {method.increment}",
+                           merchant=True)
         collection = round_down(payment / rate, TWO, CENT)
         if collection <= 0:
-            raise ApiError("1003008", "the collection amount rounds to zero", **m)
+            raise ApiError("1003008", "the collection amount rounds to zero", merchant=True)
     elif mode == "COLLECTION_AMOUNT":
         collection = _amount(collection_amount, "collection.amount")
         if not fits(collection, TWO, CENT):
-            raise ApiError("1003008", "collection.amount has more than 2 decimals", **m)
+            raise ApiError("1003008", "collection.amount has more than 2 decimals", merchant=True)
         payment = round_up(collection * rate, method.precision, method.increment)
     else:
-        raise ApiError("1000999", "mode must be PAYMENT_AMOUNT or COLLECTION_AMOUNT", **m)
+        raise ApiError("1000999", "mode must be PAYMENT_AMOUNT or COLLECTION_AMOUNT", merchant=True)
     if payment < method.minimum:
-        raise ApiError("1003010", f"{payment} {method.currency} < {method.minimum}", **m)
+        raise ApiError("1003010", f"{payment} {method.currency} < {method.minimum}", merchant=True)
     if payment > method.maximum:
-        raise ApiError("1003011", f"{payment} {method.currency} > {method.maximum}", **m)
+        raise ApiError("1003011", f"{payment} {method.currency} > {method.maximum}", merchant=True)
     in_payment = cents(collection * rate, method.precision)
     fee = max(cat.MERCHANT_FEE_MINIMUM, cents(collection * cat.MERCHANT_FEE_PERCENT / 100))
     return MerchantPrice(payment, collection, in_payment, rate, fee)

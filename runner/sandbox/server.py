@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import uvicorn
 from fastapi import FastAPI
@@ -23,7 +24,8 @@ from runner.sandbox.config import SandboxConfig
 class AbortableProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.scope["extensions"] = {"sandbox.abort": self._abort}  # type: ignore[typeddict-unknown-key]
+        scope = cast(dict[str, Any], self.scope)
+        scope["extensions"] = {"sandbox.abort": self._abort}
 
     def _abort(self) -> None:
         if self.cycle is not None:
@@ -31,8 +33,8 @@ class AbortableProtocol(HttpToolsProtocol):
         self.transport.abort()
 
 
-def _uvicorn_config(app: FastAPI, config: SandboxConfig, loop: str) -> uvicorn.Config:
-    return uvicorn.Config(app, http=AbortableProtocol, loop=loop, lifespan="on",
+def _uvicorn_config(app: FastAPI, config: SandboxConfig) -> uvicorn.Config:
+    return uvicorn.Config(app, http=AbortableProtocol, lifespan="on",
                           access_log=False, log_level=config.log_level, timeout_keep_alive=30)
 
 
@@ -47,7 +49,7 @@ def _bind(host: str, port: int) -> socket.socket:
 def serve(config: SandboxConfig) -> None:
     """Serve in the foreground until interrupted."""
     app = build_app(config)
-    server = uvicorn.Server(_uvicorn_config(app, config, "auto"))
+    server = uvicorn.Server(_uvicorn_config(app, config))
     server.run(sockets=[_bind(config.host, config.port)])
 
 
@@ -66,9 +68,11 @@ class RunningSandbox:
     def state(self) -> Sandbox:
         return self.app.state.sandbox  # type: ignore[no-any-return]
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Ask the server to finish; ``wait`` until it has (state compacted, port closed)."""
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        if wait:
+            self.thread.join(timeout=10)
 
     def __enter__(self) -> RunningSandbox:
         return self
@@ -82,7 +86,7 @@ def start_in_thread(config: SandboxConfig | None = None,
     """Start a sandbox on ``config.port`` (0: any free port) and wait until it answers."""
     config = config or SandboxConfig(port=0)
     app = build_app(config, clock)
-    server = uvicorn.Server(_uvicorn_config(app, config, "asyncio"))
+    server = uvicorn.Server(_uvicorn_config(app, config))
     sock = _bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},

@@ -1,0 +1,139 @@
+"""The HTTP layer every provider client shares: one request, exact decimals both ways, every
+failure mapped to ``runner.provider.errors``, and paginated lists as iterators.
+
+Clients take their base URL, credentials, auth scheme and ``requests.Session`` as arguments
+(no module globals), so tests and the engine decide pooling, timeouts and TLS. TLS
+verification is left on, always.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import requests
+import simplejson
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+from runner.provider.auth import DEFAULT_BRAND, make_auth
+from runner.provider.errors import (
+    ConnectionRefused,
+    NotFound,
+    ProviderTimeout,
+    ResponseLost,
+    error_from_answer,
+)
+
+DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
+
+
+def ext(external_id: str) -> str:
+    """The path segment that addresses a resource by the partner's external id."""
+    return "ext-" + quote(external_id, safe="")
+
+
+class Answer:
+    """A successful answer: status, headers and the JSON body with Decimal numbers."""
+
+    def __init__(self, response: requests.Response) -> None:
+        self.status = response.status_code
+        self.headers = response.headers
+        self.body: Any = (simplejson.loads(response.content, use_decimal=True)
+                          if response.content else None)
+
+
+class ProviderClient:
+    """Base of the per-service clients; ``prefix`` is the service's path prefix."""
+
+    prefix = ""
+
+    def __init__(self, base_url: str, api_key: str, api_secret: str, *, auth: str = "basic",
+                 session: requests.Session | None = None, brand: str = DEFAULT_BRAND,
+                 timeout: float | tuple[float, float] = DEFAULT_TIMEOUT) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.session = session or requests.Session()
+        self.auth = make_auth(auth, api_key, api_secret, brand)
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_url!r})"
+
+    def request(self, method: str, path: str, *, body: Any = None,
+                params: Mapping[str, Any] | None = None, external_id: str | None = None,
+                prefix: str | None = None) -> Answer:
+        full = (self.prefix if prefix is None else prefix) + path
+        endpoint = f"{method} {full}"
+        url = self.base_url + full
+        data = None if body is None else simplejson.dumps(body, use_decimal=True)
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            response = self.session.request(method, url, data=data, params=params,
+                                            headers=headers, auth=self.auth,
+                                            timeout=self.timeout)
+        except requests.ConnectTimeout as exc:
+            raise ConnectionRefused(f"could not connect: {_reason(exc)}", endpoint=endpoint,
+                                    external_id=external_id) from None
+        except requests.ReadTimeout:
+            raise ProviderTimeout("no answer in time", endpoint=endpoint,
+                                  external_id=external_id) from None
+        except requests.ConnectionError as exc:
+            cls = ConnectionRefused if _never_sent(exc) else ResponseLost
+            raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
+                      external_id=external_id) from None
+        if response.status_code >= 400:
+            try:
+                parsed = simplejson.loads(response.content, use_decimal=True)
+            except ValueError:
+                parsed = None
+            raise error_from_answer(response.status_code, parsed, endpoint, external_id)
+        return Answer(response)
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=_clean(params)).body
+
+    def find(self, path: str) -> Any | None:
+        """GET a resource; None only when the provider clearly answers that it does not exist
+        (any other failure raises: a lookup that fails proves nothing)."""
+        try:
+            return self.get(path)
+        except NotFound:
+            return None
+
+    def pages(self, path: str, *, per_page: int = 100, **params: Any) -> Iterator[Any]:
+        """Every item of a paginated list, fetching page after page as it is consumed."""
+        page: int | None = 1
+        while page is not None:
+            answer = self.request("GET", path,
+                                  params=_clean({**params, "page": page, "per_page": per_page}))
+            yield from answer.body
+            following = answer.headers.get("X-Next-Page")
+            page = int(following) if following else None
+
+
+def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """True when the connection failed before the request could leave (refused, DNS)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, NewConnectionError | ConnectTimeoutError):
+            return True
+        reason = getattr(cause, "reason", None)
+        cause = reason if isinstance(reason, BaseException) else (
+            cause.args[0] if cause.args and isinstance(cause.args[0], BaseException)
+            else cause.__context__)
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    # The type names what happened without echoing URLs or headers (which could carry keys).
+    inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
+    reason = getattr(inner, "reason", inner)
+    return type(reason).__name__

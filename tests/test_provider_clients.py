@@ -1,0 +1,223 @@
+"""The provider clients against the sandbox: both auth schemes, paginated iterators, lookups
+by external id, and every failure mapped to its error class and retry rule."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import requests
+from conftest import KEY, SECRET, Admin
+
+from runner.provider.errors import (
+    AlreadyConfirmed,
+    AuthenticationError,
+    BusinessRefusal,
+    ConnectionRefused,
+    DuplicateExternalId,
+    InsufficientBalance,
+    InvalidRequest,
+    NotFound,
+    ProviderTimeout,
+    QuotationExpired,
+    RateLimited,
+    ResponseLost,
+    Retry,
+    ServerError,
+    ServiceUnavailable,
+    error_from_answer,
+)
+from runner.provider.http import ext
+from runner.provider.merchant_payment import MerchantPaymentClient
+from runner.provider.money_transfer import MoneyTransferClient
+
+QUOTE = {"payer_id": 1, "mode": "SOURCE_AMOUNT",
+         "source": {"country_iso_code": "FRA", "currency": "EUR", "amount": Decimal("100.00")},
+         "destination": {"currency": "KES"}}
+TXN = {"credit_party_identifier": {"msisdn": "+254700100200"},
+       "sender": {"firstname": "Ada", "lastname": "Lovelace"},
+       "beneficiary": {"firstname": "Wanjiru", "lastname": "Kamau"},
+       "purpose_of_remittance": "SALARY"}
+
+
+@pytest.fixture(params=["basic", "hmac"])
+def mt(request: pytest.FixtureRequest, sandbox: Any) -> MoneyTransferClient:
+    return MoneyTransferClient(sandbox.url, KEY, SECRET, auth=request.param)
+
+
+def remit(mt: MoneyTransferClient, name: str, **txn: Any) -> Any:
+    mt.create_quotation({**QUOTE, "external_id": name})
+    return mt.create_transaction(ext(name), {**TXN, **txn, "external_id": name})
+
+
+def test_both_schemes_reach_the_provider(mt: MoneyTransferClient) -> None:
+    assert mt.ping() == {"status": "up"}
+    assert mt.payer(4)["maximum_transaction_amount"] is None
+
+
+def test_lists_are_iterated_page_by_page(mt: MoneyTransferClient, admin: Admin) -> None:
+    admin.api.call("DELETE", "/requests")
+    payers = list(mt.pages("/payers", per_page=5))
+    assert [p["id"] for p in payers] == list(range(1, 15))
+    assert admin.requests()["counts"]["GET discovery"] == 3
+    assert {p["country_iso_code"] for p in mt.payers(country_iso_code="PHL")} == {"PHL"}
+    assert [d["name"] for d in mt.division_children(2)] == ["Manila", "Quezon City"]
+    assert [e["id"] for e in mt.entities(country_iso_code="MEX", category_id=1)] == [5]
+
+
+def test_lookups_by_external_id(mt: MoneyTransferClient) -> None:
+    created = remit(mt, "pay roll+1")
+    assert mt.find_transaction("pay roll+1")["id"] == created["id"]
+    assert mt.find_quotation("pay roll+1")["source"]["amount"] == Decimal("100.00")
+    assert mt.find_transaction("nobody") is None
+
+
+def test_duplicate_external_id_says_look_it_up(mt: MoneyTransferClient) -> None:
+    mt.create_quotation({**QUOTE, "external_id": "dup"})
+    with pytest.raises(DuplicateExternalId) as caught:
+        mt.create_quotation({**QUOTE, "external_id": "dup"})
+    error = caught.value
+    assert (error.status, error.code, error.retry) == (400, "1007001", Retry.LOOKUP)
+    assert error.endpoint == "POST /v1/money-transfer/quotations"
+    assert error.external_id == "dup"
+
+
+@pytest.mark.parametrize(("change", "cls", "code"), [
+    ({"payer_id": 99}, BusinessRefusal, "1003002"),
+    ({"payer_id": 13}, BusinessRefusal, "1003001"),
+    ({"mode": "SIDEWAYS"}, InvalidRequest, "1000999"),
+    ({"source": {"country_iso_code": "FRA", "currency": "EUR", "amount": Decimal("0.10")}},
+     BusinessRefusal, "1003011"),
+])
+def test_refusals_are_never_retried(mt: MoneyTransferClient, change: dict[str, Any],
+                                    cls: type, code: str) -> None:
+    with pytest.raises(cls) as caught:
+        mt.create_quotation({**QUOTE, **change, "external_id": "x"})
+    assert caught.value.code == code
+    assert caught.value.retry is Retry.UNSAFE
+
+
+def test_confirmation_failures(mt: MoneyTransferClient, admin: Admin) -> None:
+    with pytest.raises(NotFound) as caught:
+        mt.confirm_transaction(ext("missing"))
+    assert caught.value.code == "1008004"
+    remit(mt, "a")
+    admin.balance("EUR", "10.00")
+    with pytest.raises(InsufficientBalance):
+        mt.confirm_transaction(ext("a"), external_id="a")
+    admin.balance("EUR", "1000.00")
+    assert mt.confirm_transaction(ext("a"))["status"] == "20000"
+    with pytest.raises(AlreadyConfirmed):
+        mt.confirm_transaction(ext("a"))
+    remit(mt, "b")
+    admin.advance(3601)
+    with pytest.raises(QuotationExpired) as expired:
+        mt.confirm_transaction(ext("b"))
+    assert expired.value.code == "1007004"
+
+
+def test_wrong_credentials(sandbox: Any) -> None:
+    for scheme in ("basic", "hmac"):
+        client = MoneyTransferClient(sandbox.url, KEY, "not-the-secret", auth=scheme)
+        with pytest.raises(AuthenticationError) as caught:
+            client.balances()
+        assert (caught.value.status, caught.value.code) == (401, "1000401")
+        assert "not-the-secret" not in str(caught.value)
+        assert "not-the-secret" not in repr(client)
+
+
+def test_server_faults_map_to_their_retry_rule(mt: MoneyTransferClient, admin: Admin) -> None:
+    admin.faults({"quotations": {"unavailable_next": 1, "error_next": 1}})
+    with pytest.raises(ServerError) as server:
+        mt.create_quotation({**QUOTE, "external_id": "f1"})
+    assert (server.value.status, server.value.retry) == (500, Retry.LOOKUP)
+    with pytest.raises(ServiceUnavailable) as unavailable:
+        mt.create_quotation({**QUOTE, "external_id": "f1"})
+    assert (unavailable.value.status, unavailable.value.retry) == (503, Retry.SAFE)
+    assert mt.create_quotation({**QUOTE, "external_id": "f1"})["external_id"] == "f1"
+
+
+def test_lost_answer_is_in_doubt_and_the_lookup_finds_the_work(
+        mt: MoneyTransferClient, admin: Admin) -> None:
+    admin.faults({"quotations": {"lost_next": 1}})
+    with pytest.raises(ResponseLost) as caught:
+        mt.create_quotation({**QUOTE, "external_id": "lost"})
+    assert caught.value.retry is Retry.LOOKUP
+    assert caught.value.external_id == "lost"
+    assert mt.find_quotation("lost")["external_id"] == "lost"
+
+
+def test_timeout_is_in_doubt(sandbox: Any, admin: Admin) -> None:
+    admin.faults({"lookups": {"slow_next": 1}}, slow_seconds=0.3)
+    client = MoneyTransferClient(sandbox.url, KEY, SECRET, timeout=(1.0, 0.05))
+    with pytest.raises(ProviderTimeout) as caught:
+        client.find_transaction("t")
+    assert caught.value.retry is Retry.LOOKUP
+
+
+def test_refused_connection_is_safe_to_retry() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = MerchantPaymentClient(f"http://127.0.0.1:{port}", KEY, SECRET)
+    with pytest.raises(ConnectionRefused) as caught:
+        client.ping()
+    assert caught.value.retry is Retry.SAFE
+    assert caught.value.exit_code == 75
+
+
+def test_digest_nonces_stay_unique_across_threads(sandbox: Any) -> None:
+    client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac",
+                                 session=requests.Session())
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(20):
+                client.payer(1)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def test_merchant_client_flow(sandbox: Any) -> None:
+    client = MerchantPaymentClient(sandbox.url, KEY, SECRET, auth="hmac")
+    assert [m["id"] for m in client.payment_methods(country_iso_code="KEN")] == [1, 7]
+    quotation = client.create_quotation({
+        "external_id": "m1", "payment_method_id": 1, "mode": "COLLECTION_AMOUNT",
+        "payment": {"country_iso_code": "KEN", "currency": "KES"},
+        "collection": {"currency": "EUR", "amount": Decimal("10.00")}})
+    client.create_payment(quotation["id"], {
+        "external_id": "m1", "debit_party_identifier": {"msisdn": "+254700100200"},
+        "consumer": {"firstname": "Wanjiru", "lastname": "Kamau"}})
+    confirmed = client.confirm_payment(ext("m1"))
+    assert confirmed["details"]["qr_code"]
+    assert client.find_payment("m1")["status"] == "20000"
+    assert client.find_payment("m2") is None
+
+
+@pytest.mark.parametrize(("status", "body", "cls", "retry"), [
+    (429, None, RateLimited, Retry.SAFE),
+    (400, {"errors": [{"code": "2001201", "message": "no"}]}, BusinessRefusal, Retry.UNSAFE),
+    (400, {"errors": [{"code": "2001301", "message": "no"}]}, BusinessRefusal, Retry.UNSAFE),
+    (400, {"errors": [{"code": "2001101", "message": "no"}]}, InvalidRequest, Retry.UNSAFE),
+    (500, {"errors": [{"code": "2001401", "message": "?"}]}, ServerError, Retry.LOOKUP),
+    (400, {"errors": [{"code": "2001501", "message": "later"}]}, ServiceUnavailable,
+     Retry.SAFE),
+    (502, "not json", ServerError, Retry.LOOKUP),
+    (404, {}, NotFound, Retry.UNSAFE),
+])
+def test_one_function_maps_answers(status: int, body: Any, cls: type, retry: Retry) -> None:
+    error = error_from_answer(status, body, "POST /x", "e-1")
+    assert type(error) is cls
+    assert error.retry is retry
+    assert error.status == status
