@@ -16,6 +16,7 @@ from __future__ import annotations
 import click
 
 from runner import __version__
+from runner.job.cli import schema
 from runner.sandbox.cli import sandbox
 
 
@@ -26,3 +27,4 @@ def main() -> None:
 
 
 main.add_command(sandbox)
+main.add_command(schema)

@@ -60,9 +60,15 @@ _ExactLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _ExactLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
 
 
-def read_document(text: str, file: str) -> tuple[dict[str, Any], Lines]:
-    """Parse a job file's text; raise ``JobErrors`` for anything that is not a mapping."""
-    loader = _ExactLoader(text)
+def read_document(text: str, file: str) -> tuple[dict[str, Any], Lines, list[JobError]]:
+    """Parse a job file's text into data, the lines of its keys, and problems (a key given
+    twice) that do not stop reading; raise ``JobErrors`` when it is no mapping at all."""
+    try:
+        loader = _ExactLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise JobErrors([JobError(file, line, None, f"invalid YAML: character "
+                                  f"#x{exc.character:04X} is not allowed")]) from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -70,6 +76,9 @@ def read_document(text: str, file: str) -> tuple[dict[str, Any], Lines]:
         problem = exc.problem or exc.context or "not valid YAML"
         if mark is None:
             raise JobErrors([JobError(file, None, None, f"invalid YAML: {problem}")]) from None
+        if exc.context and exc.context_mark and exc.context_mark is not mark:
+            start = exc.context_mark
+            problem += f" ({exc.context} on line {start.line + 1}, column {start.column + 1})"
         raise JobErrors([JobError(
             file, mark.line + 1, None, f"invalid YAML at column {mark.column + 1}: {problem}"
         )]) from None
@@ -85,9 +94,7 @@ def read_document(text: str, file: str) -> tuple[dict[str, Any], Lines]:
                                   "a job file is a mapping of keys (version, name, kind, ...)")])
     builder = _Builder(loader, file)
     data = builder.build(node, ())
-    if builder.errors:
-        raise JobErrors(builder.errors)
-    return data, builder.lines
+    return data, builder.lines, builder.errors
 
 
 class _Builder:
@@ -161,3 +168,12 @@ class _Builder:
 def dotted(location: Location) -> str:
     """``("run", "retry", "attempts")`` -> ``"run.retry.attempts"``; list indexes as numbers."""
     return ".".join(str(part) for part in location)
+
+
+def line_at(lines: Lines, location: Location) -> int | None:
+    """The line of ``location``, or of its nearest parent that has one."""
+    while location:
+        if location in lines:
+            return lines[location]
+        location = location[:-1]
+    return None

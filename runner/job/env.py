@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.errors import JobError
-from runner.job.document import Lines, Location, dotted
+from runner.job.document import Lines, Location, dotted, line_at
 
 _REFERENCE = re.compile(
     r"\$\$\{"  # escaped
@@ -62,16 +62,8 @@ def substitute(
             return value
 
         def fail(message: str) -> None:
-            errors.append(JobError(file, _line(lines, location), dotted(location), message))
+            errors.append(JobError(file, line_at(lines, location), dotted(location), message))
 
         return _REFERENCE.sub(replace, text)
 
     return walk(tree, ()), errors
-
-
-def _line(lines: Lines, location: Location) -> int | None:
-    while location:
-        if location in lines:
-            return lines[location]
-        location = location[:-1]
-    return None

@@ -19,9 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
 class JobModel(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", coerce_numbers_to_str=True, validate_default=False, frozen=True
-    )
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
 
 
 class FieldProblem(ValueError):
@@ -36,7 +34,8 @@ class FieldProblem(ValueError):
         super().__init__(message)
 
 
-def _decimal(value: Any) -> Decimal:
+def exact_decimal(value: Any) -> Decimal:
+    """An exact, finite Decimal from text, an int or a Decimal; ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError(f"not a decimal amount: {value!r}")
     if isinstance(value, float):
@@ -62,14 +61,14 @@ def _decimal(value: Any) -> Decimal:
 
 
 def _amount(value: Any) -> Decimal:
-    number = _decimal(value)
+    number = exact_decimal(value)
     if number <= 0:
         raise ValueError(f"must be greater than 0, got {number}")
     return number
 
 
 def _non_negative(value: Any) -> Decimal:
-    number = _decimal(value)
+    number = exact_decimal(value)
     if number < 0:
         raise ValueError(f"must not be negative, got {number}")
     return number
@@ -93,7 +92,10 @@ Rate = Annotated[
 ]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
-_UNIT_SECONDS = {"ms": Decimal("0.001"), "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+_UNIT_SECONDS: dict[str | None, Decimal] = {
+    "ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600),
+    "d": Decimal(86400), None: Decimal(1),
+}
 
 
 def parse_duration(value: Any) -> Decimal:

@@ -25,6 +25,7 @@ from runner.job.collection import (
     PayoutItem,
     RefundItem,
 )
+from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, FieldProblem, JobModel, parse_duration
 from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
 from runner.job.money_transfer import RemittanceItem
@@ -72,8 +73,8 @@ class Provider(JobModel):
         "this machine (a sandbox started with `runner sandbox serve`)",
     )
     auth: Literal["basic", "hmac"] = "basic"
-    api_key: SecretStr
-    api_secret: SecretStr
+    api_key: SecretStr = Field(min_length=1)
+    api_secret: SecretStr = Field(min_length=1)
     brand: str = Field(
         default="Svc", pattern=r"^[A-Za-z0-9]+$",
         description="brand part of the digest headers: X-<brand>-apikey, ...",
@@ -186,7 +187,7 @@ class Job(JobModel):
     summary: Summary | None = None
 
     _path: Path = PrivateAttr(default=Path("job.yaml"))
-    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+    _lines: Lines = PrivateAttr(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -206,11 +207,7 @@ class Job(JobModel):
 
     def line_of(self, *path: str | int) -> int | None:
         """The job file's line holding ``path`` (or its nearest parent), for messages."""
-        while path:
-            if path in self._lines:
-                return self._lines[path]
-            path = path[:-1]
-        return None
+        return line_at(self._lines, path)
 
     @property
     def item_model(self) -> type[JobModel]:

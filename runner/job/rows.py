@@ -119,7 +119,7 @@ class RowsFile:
                 if not text.strip():
                     continue
                 try:
-                    value = json.loads(text, parse_float=Decimal)
+                    value = json.loads(text.rstrip("\r\n"), parse_float=Decimal)
                 except json.JSONDecodeError as exc:
                     yield number, JobError(self.name, number, None,
                                            f"invalid JSON at column {exc.colno}: {exc.msg}")

@@ -1,0 +1,30 @@
+"""Job files: the YAML model, loading, rows and templating (DESIGN.md, "The job file").
+
+``load_job(path)`` returns a checked ``Job`` or raises ``JobErrors`` with every problem;
+``iter_items(job)`` streams its rows as ``ValidItem`` or ``InvalidItem``. Checks that need
+the provider (payers, payment methods, balances) come later, in the engine's validation.
+"""
+
+from runner.job.loading import (
+    InvalidItem,
+    ItemResult,
+    ValidItem,
+    check_job,
+    iter_items,
+    load_job,
+)
+from runner.job.model import ITEM_MODELS, KINDS, Item, Job, item_model
+
+__all__ = [
+    "ITEM_MODELS",
+    "KINDS",
+    "InvalidItem",
+    "Item",
+    "ItemResult",
+    "Job",
+    "ValidItem",
+    "check_job",
+    "item_model",
+    "iter_items",
+    "load_job",
+]

@@ -1,0 +1,277 @@
+"""Loading a job file and streaming its items: the entry points of ``runner.job``.
+
+``load_job`` reads the YAML (see ``document``), fills ``${VAR}`` (``env``), checks the
+job model, compiles the templates and checks what can be checked once for all rows: that
+the rows file exists with the columns the templates name, that the template's keys fit the
+kind's item model. Every problem found is raised together as ``JobErrors``.
+
+``iter_items`` then reads the rows one at a time and yields, for each, either a
+``ValidItem`` (the typed item, its external_id and row) or an ``InvalidItem`` (its
+problems), so a 100,000-row file streams in flat memory. Only the external_ids seen are
+kept, to refuse a second row with the same one; that error names both rows, and the first
+row stays valid.
+
+Messages read ``FILE:ROW: FIELD: message``. In the job file, ROW is the line and FIELD the
+dotted key path (``run.retry.attempts``). For an item, FILE is the rows file (or the job
+file for inline rows), ROW is numbered as ``runner.job.rows`` explains (CSV: the header is
+row 1, the first data row is row 2), and FIELD is the path inside the item
+(``source.amount``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from runner.errors import JobError, JobErrors
+from runner.job.document import Location, dotted, line_at, read_document
+from runner.job.env import substitute
+from runner.job.model import KINDS, Item, Job
+from runner.job.problems import explain, suggestion
+from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
+from runner.job.templating import ItemTemplate, merge
+
+
+@dataclass(frozen=True)
+class ValidItem:
+    """A row that became an item of the job's kind, ready for the provider checks."""
+
+    file: str
+    row: int
+    external_id: str
+    item: Item
+    values: RowValues = field(repr=False)
+
+    ok = True
+
+
+@dataclass(frozen=True)
+class InvalidItem:
+    """A row that did not become an item, with every problem found in it."""
+
+    file: str
+    row: int
+    external_id: str | None
+    errors: list[JobError]
+
+    ok = False
+
+
+ItemResult = ValidItem | InvalidItem
+
+
+def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
+    """Read, check and return the job at ``path``; raise ``JobErrors`` with every problem.
+
+    ``environ`` fills ``${VAR}`` references (default: ``os.environ``).
+    """
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise JobErrors([JobError(file, None, None, "no such job file")]) from None
+    except OSError as exc:
+        raise JobErrors([JobError(file, None, None, f"cannot read: {exc.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise JobErrors([JobError(file, line, None, "not UTF-8 text; save the file as "
+                                  "UTF-8")]) from None
+    tree, lines, errors = read_document(text, file)
+    tree, missing = substitute(tree, os.environ if environ is None else environ, file, lines)
+    errors += missing
+    try:
+        job = Job.model_validate(tree)
+    except ValidationError as exc:
+        unset = {error.field for error in errors}
+        for location, message in explain(exc, Job):
+            if dotted(location) in unset:
+                continue  # already told: its ${VAR} is not set
+            message = _job_message(location, message, tree)
+            errors.append(JobError(file, line_at(lines, location), dotted(location), message))
+        raise JobErrors(sorted(errors, key=lambda error: error.row or 0)) from None
+    job._path = Path(path)
+    job._lines = lines
+    errors += _items_problems(job)
+    if errors:
+        raise JobErrors(sorted(errors, key=lambda error: (error.file != file, error.row or 0)))
+    return job
+
+
+def iter_items(job: Job) -> Iterator[ItemResult]:
+    """Each row of ``job`` as a ``ValidItem`` or an ``InvalidItem``, in file order."""
+    template = ItemTemplate(job)
+    if template.problems:
+        raise JobErrors(_at_job(job, template.problems))
+    source = _rows(job)
+    model = job.item_model
+    first_row: dict[str, int] = {}
+    try:
+        for number, values in source:
+            if isinstance(values, JobError):
+                yield InvalidItem(source.name, number, None, [values])
+                continue
+            external_id, item, problems = template.render(values)
+            typed = None
+            try:
+                typed = model.model_validate(item)
+            except ValidationError as exc:
+                # A field that failed to render is also missing; say it once.
+                failed = [location for location, _ in problems]
+                problems += [(location, message) for location, message in explain(exc, model)
+                             if not any(location[: len(f)] == f for f in failed)]
+            errors = [JobError(source.name, number, dotted(loc), msg) for loc, msg in problems]
+            if external_id is not None:
+                earlier = first_row.setdefault(external_id, number)
+                if earlier != number:
+                    errors.append(JobError(source.name, number, "external_id",
+                                           f"{external_id!r} is also the external_id of "
+                                           f"{source.unit} {earlier}"))
+            if errors or typed is None or external_id is None:
+                yield InvalidItem(source.name, number, external_id, errors)
+            else:
+                yield ValidItem(source.name, number, external_id, cast(Item, typed), values)
+    except OSError as exc:
+        raise JobErrors([JobError(source.name, None, None,
+                                  f"cannot read: {exc.strerror}")]) from None
+
+
+def check_job(path: str | Path, environ: Mapping[str, str] | None = None) -> list[JobError]:
+    """Every problem of the job at ``path`` and of all its rows; empty when all is well."""
+    try:
+        job = load_job(path, environ)
+        return [error for result in iter_items(job) if isinstance(result, InvalidItem)
+                for error in result.errors]
+    except JobErrors as exc:
+        return exc.errors
+
+
+# ---------------------------------------------------------------- once-for-all-rows checks
+def _items_problems(job: Job) -> list[JobError]:
+    template = ItemTemplate(job)
+    errors = _at_job(job, template.problems) + _shape_problems(job, template)
+    rows_path = job.rows_path
+    if rows_path is None:
+        return errors
+    where = (str(job.path), job.line_of("items", "from"), "items.from")
+    if not rows_path.is_file():
+        what = "is not a file" if rows_path.exists() else "no such file"
+        return [*errors, JobError(*where, f"{what}: {rows_path}")]
+    if job.rows_format != "csv":
+        return errors
+    try:
+        header = _rows(job).header()  # type: ignore[union-attr]
+    except OSError as exc:
+        return [*errors, JobError(*where, f"cannot read {rows_path}: {exc.strerror}")]
+    if isinstance(header, JobError):
+        return [*errors, header]
+    for column, location in template.columns:
+        if column not in header:
+            hint = suggestion(column, header) or f"; its columns are: {', '.join(header)}"
+            errors.append(JobError(str(job.path), job.line_of(*location), dotted(location),
+                                   f"column {column!r} is not in {rows_path}{hint}"))
+    return errors
+
+
+_PLACEHOLDER = "\x00rendered per row\x00"
+
+
+def _shape_problems(job: Job, template: ItemTemplate) -> list[JobError]:
+    """The item problems that do not depend on the row: unknown keys, missing fields, and
+    wrong values written as constants. Found once here rather than on every row."""
+
+    def placeholders(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: placeholders(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [placeholders(v) for v in value]
+        return _PLACEHOLDER if isinstance(value, str) and ("{{" in value or "{%" in value) \
+            else value
+
+    # Defaults that failed to render are still Jinja text: placeholders too.
+    sample = placeholders(merge(template.defaults, job.items.template))
+    try:
+        job.item_model.model_validate(sample)
+    except ValidationError as exc:
+        def static(error: ErrorDetails) -> bool:
+            return error["type"] in ("missing", "extra_forbidden") or not _holds_placeholder(
+                error["input"])
+
+        problems = [(_origin(job, location), _item_message(location, message))
+                    for location, message in explain(exc, job.item_model, keep=static)]
+        return _at_job(job, problems)
+    return []
+
+
+def _item_message(location: Location, message: str) -> str:
+    if message == "required, but missing":
+        return "required, but missing from items.template and defaults"
+    if message.startswith("unknown key") and location[-1] in _IDENTITY_KEYS:
+        return "not given here: runner derives it from items.external_id"
+    return message
+
+
+# The fields that carry an item's identity; items.external_id fills them.
+_IDENTITY_KEYS = {"external_id", "external_reference", "merchant_external_id"}
+
+
+def _holds_placeholder(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_placeholder(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_placeholder(v) for v in value)
+    return value == _PLACEHOLDER
+
+
+def _origin(job: Job, location: Location) -> Location:
+    """Where in the job file an item's field comes from: the template, else defaults."""
+    for root, tree in ((("items", "template"), job.items.template), (("defaults",), job.defaults)):
+        if _has(tree, location):
+            return (*root, *location)
+    return ("items", "template", *location)
+
+
+def _has(tree: Any, location: Location) -> bool:
+    for part in location:
+        if isinstance(tree, dict) and part in tree:
+            tree = tree[part]
+        elif isinstance(tree, list) and isinstance(part, int) and part < len(tree):
+            tree = tree[part]
+        else:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- helpers
+def _rows(job: Job) -> RowSource:
+    path = job.rows_path
+    if path is None:
+        rows = job.items.rows or []
+        lines = [job.line_of("items", "rows", i) or 0 for i in range(len(rows))]
+        return InlineRows(rows, lines, str(job.path))
+    return RowsFile(path, job.rows_format or "csv", job.items.delimiter)
+
+
+def _at_job(job: Job, problems: list[tuple[Location, str]]) -> list[JobError]:
+    return [JobError(str(job.path), job.line_of(*location), dotted(location), message)
+            for location, message in problems]
+
+
+def _job_message(location: Location, message: str, tree: Any) -> str:
+    """Plainer words for the two keys every job file starts with."""
+    value = tree.get(location[0]) if isinstance(tree, dict) and location else None
+    if location == ("version",):
+        if "missing" in message:
+            return "required, but missing; a job file starts with `version: 1`"
+        return f"unsupported version {value!r}; this runner reads version 1"
+    if location == ("kind",) and isinstance(value, str):
+        return (f"unknown kind {value!r} (the kinds are: {', '.join(KINDS)})"
+                f"{suggestion(value, KINDS)}")
+    return message
