@@ -72,8 +72,7 @@ async def faults(request: Request) -> JSON:
 async def change_faults(request: Request, body: Faults) -> JSON:
     state = sandbox(request).faults
     try:
-        for group, changes in body.rules.items():
-            state.set_rule(group, changes)
+        state.set_rules(body.rules)
     except (TypeError, ValueError) as exc:
         raise ApiError("1000999", str(exc)) from None
     if body.slow_seconds is not None:

@@ -1,7 +1,8 @@
 """The sandbox clock: real time plus an offset that the admin API can move forward.
 
-Quotation expiry, Date checks and status changes all read this clock, so tests advance it
-instead of sleeping.
+Quotation expiry, timestamps and status changes read this clock, so tests advance it instead
+of sleeping. The Date check of the digest scheme reads real time: moving this clock must not
+lock clients out.
 """
 
 from __future__ import annotations

@@ -76,18 +76,22 @@ class FaultState:
         self.counts: Counter[str] = Counter()
         self.recent: deque[dict[str, Any]] = deque(maxlen=2000)
 
-    def set_rule(self, group: str, changes: dict[str, Any]) -> FaultRule:
+    def set_rules(self, changes: dict[str, dict[str, Any]]) -> None:
+        """Change the rules of several groups at once: all of them, or (on a bad value) none."""
         known = {f.name for f in fields(FaultRule)}
-        unknown = set(changes) - known
-        if unknown:
-            raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
-        if group != "*" and group not in GROUPS:
-            raise ValueError(f"unknown endpoint group {group!r} (groups: *, {', '.join(GROUPS)})")
-        changes = {name: _setting(name, value) for name, value in changes.items()}
+        checked: dict[str, dict[str, float | int]] = {}
+        for group, settings in changes.items():
+            unknown = set(settings) - known
+            if unknown:
+                raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
+            if group != "*" and group not in GROUPS:
+                raise ValueError(
+                    f"unknown endpoint group {group!r} (groups: *, {', '.join(GROUPS)})")
+            checked[group] = {name: _setting(name, value) for name, value in settings.items()}
         with self._lock:
-            rule = FaultRule(**{**asdict(self.rules.get(group, FaultRule())), **changes})
-            self.rules[group] = rule
-        return rule
+            for group, settings in checked.items():
+                base = asdict(self.rules.get(group, FaultRule()))
+                self.rules[group] = FaultRule(**{**base, **settings})
 
     def clear(self) -> None:
         with self._lock:

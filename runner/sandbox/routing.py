@@ -47,35 +47,8 @@ def require_alternatives(values: Mapping[str, Any], alternatives: Sequence[Seque
                                   f"{rules.describe(alternatives)})", merchant=merchant)
 
 
-ENUMS = {
-    "gender": {"MALE", "FEMALE"},
-    "id_type": {"PASSPORT", "NATIONAL_ID", "DRIVING_LICENSE", "SOCIAL_SECURITY", "TAX_ID",
-                "SENIOR_CITIZEN_ID", "BIRTH_CERTIFICATE", "VILLAGE_ELDER_ID", "RESIDENT_CARD",
-                "ALIEN_REGISTRATION", "PAN_CARD", "VOTERS_ID", "HEALTH_CARD", "EMPLOYER_ID",
-                "OTHER"},
-    "source_of_funds": {"CASH", "BUSINESS", "GIFT", "SALARY", "LOTTERY", "SAVINGS", "OTHER"},
-    "account_type": {"CHECKING", "SAVINGS"},
-}
-DATE_FIELDS = ("date_of_birth", "id_delivery_date", "id_expiration_date")
-COUNTRY_FIELDS = ("country_iso_code", "nationality_country_iso_code", "country_of_birth_iso_code",
-                  "id_country_iso_code")
-
-
 def check_party(values: Mapping[str, Any], where: str, merchant: bool = False,
                 enums: Sequence[str] = ()) -> None:
     """ISO dates, ISO 3166 alpha-3 countries and the given enumerations, field by field."""
-    for name in DATE_FIELDS:
-        value = values.get(name)
-        if rules.present(value) and not rules.ISO_DATE.match(str(value)):
-            raise ApiError("1000999", f"{where}.{name} must be an ISO 8601 date (YYYY-MM-DD)",
-                           merchant=merchant)
-    for name in COUNTRY_FIELDS:
-        value = values.get(name)
-        if rules.present(value) and not rules.ALPHA3.match(str(value)):
-            raise ApiError("1000999", f"{where}.{name} must be an ISO 3166-1 alpha-3 code",
-                           merchant=merchant)
-    for name in enums:
-        value = values.get(name)
-        if rules.present(value) and value not in ENUMS[name]:
-            raise ApiError("1000999", f"{where}.{name} must be one of "
-                                      f"{', '.join(sorted(ENUMS[name]))}", merchant=merchant)
+    for name, problem in rules.party_problems(values, enums):
+        raise ApiError("1000999", f"{where}.{name} {problem}", merchant=merchant)

@@ -1,0 +1,66 @@
+"""Reaching the provider a job names: ``base_url: sandbox`` starts the embedded sandbox in a
+thread of this process (with the job's own credentials), anything else is used as it is.
+
+The embedded sandbox keeps its state in ``<state dir>/sandbox.jsonl``, so the provider a
+resumed run talks to remembers what the killed run did, exactly as a real provider would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from runner.job import Job
+from runner.provider.merchant_payment import MerchantPaymentClient
+from runner.provider.money_transfer import MoneyTransferClient
+
+
+@dataclass
+class Provider:
+    """The clients of one provider, sharing one pooled session."""
+
+    base_url: str
+    money_transfer: MoneyTransferClient
+    merchant_payment: MerchantPaymentClient
+    session: requests.Session
+
+
+def _clients(job: Job, base_url: str, pool: int) -> Provider:
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max(pool, 10))
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    p = job.provider
+    kw = dict(auth=p.auth, session=session, brand=p.brand, timeout=(5.0, float(p.timeout)))
+    key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()
+    return Provider(base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+                    MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+                    session)
+
+
+@contextlib.contextmanager
+def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
+    if job.provider.base_url != "sandbox":
+        provider = _clients(job, job.provider.base_url, pool)
+        try:
+            yield provider
+        finally:
+            provider.session.close()
+        return
+    from runner.sandbox import SandboxConfig, start_in_thread
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    config = SandboxConfig(
+        port=0, api_key=job.provider.api_key.get_secret_value(),
+        api_secret=job.provider.api_secret.get_secret_value(), header_brand=job.provider.brand,
+        state_file=state_dir / "sandbox.jsonl", submit_delay=0.5, complete_delay=0.5)
+    with start_in_thread(config) as sandbox:
+        provider = _clients(job, sandbox.url, pool)
+        try:
+            yield provider
+        finally:
+            provider.session.close()

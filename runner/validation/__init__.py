@@ -1,0 +1,202 @@
+"""Validation of a whole job against the provider: every problem, before a cent moves.
+
+``validate_job`` streams the job's items (``runner.job.iter_items``), checks each valid item
+against its payer or payment method (each fetched once per run, see ``rules``), adds up what
+the batch sends per currency and compares it with the balances. With ``quote``, it also asks
+real quotations in a ``dryrun-`` external_id namespace (they expire; nothing is confirmed) to
+show the true cost with fees. Nothing else is POSTed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from runner.errors import JobError
+from runner.job import Job, ValidItem, iter_items
+from runner.job.merchant_payment import MerchantPaymentItem
+from runner.job.money_transfer import RemittanceItem
+from runner.provider.connect import Provider
+from runner.provider.errors import NotFound, ProviderHTTPError
+from runner.validation.rules import check_merchant_payment, check_remittance, source_estimate
+
+# Where a refused quotation points in the item.
+QUOTATION_FIELDS = {"1003001": "payer_id", "1003002": "payer_id", "1003007": "payer_id",
+                    "1003010": "destination.currency", "1000998": "source.country_iso_code",
+                    "1003008": "destination.amount"}
+
+
+@dataclass
+class Totals:
+    count: int = 0
+    amount: Decimal = Decimal(0)
+    fee: Decimal = Decimal(0)
+
+
+@dataclass
+class Report:
+    file: str
+    kind: str
+    quoted: bool = False
+    items: int = 0
+    invalid_rows: set[int] = field(default_factory=set)
+    problems: list[JobError] = field(default_factory=list)
+    totals: dict[str, Totals] = field(default_factory=dict)
+
+    @property
+    def invalid(self) -> int:
+        return len(self.invalid_rows)
+
+    @property
+    def valid(self) -> int:
+        return self.items - self.invalid
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, currency: str, amount: Decimal, fee: Decimal = Decimal(0)) -> None:
+        t = self.totals.setdefault(currency, Totals())
+        t.count += 1
+        t.amount += amount
+        t.fee += fee
+
+    def closing_line(self) -> str:
+        parts = [f"{self.file}: {self.items} items, {self.valid} valid, {self.invalid} invalid"]
+        for currency, t in sorted(self.totals.items()):
+            fee = f" + fees {t.fee:,}" if self.quoted else ""
+            parts.append(f"{currency} {t.amount:,}{fee} over {t.count} items")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file, "kind": self.kind, "items": self.items, "valid": self.valid,
+            "invalid": self.invalid, "quoted": self.quoted, "ok": self.ok,
+            "problems": [{"file": p.file, "row": p.row, "field": p.field, "message": p.message}
+                         for p in self.problems],
+            "totals": {c: {"items": t.count, "amount": str(t.amount),
+                           **({"fee": str(t.fee)} if self.quoted else {})}
+                       for c, t in sorted(self.totals.items())},
+        }
+
+
+class Catalogue:
+    """The provider data items are checked against, each piece fetched once per run."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self._cache: dict[tuple[str, Any], Any] = {}
+
+    def _once(self, key: tuple[str, Any], fetch: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            try:
+                self._cache[key] = fetch()
+            except NotFound:
+                self._cache[key] = None
+        return self._cache[key]
+
+    def payer(self, payer_id: int) -> Any:
+        return self._once(("payer", payer_id),
+                          lambda: self.provider.money_transfer.payer(payer_id))
+
+    def rates(self, payer_id: int) -> Any:
+        return self._once(("rates", payer_id),
+                          lambda: self.provider.money_transfer.payer_rates(payer_id))
+
+    def method(self, method_id: int) -> Any:
+        return self._once(("method", method_id),
+                          lambda: self.provider.merchant_payment.payment_method(method_id))
+
+    def merchant_accounts(self) -> list[str]:
+        balances = self._once(("merchant balances", None),
+                              self.provider.merchant_payment.balances)
+        return sorted(b["currency"] for b in balances)
+
+
+def validate_job(job: Job, provider: Provider | None, quote: bool = False,
+                 stamp: str | None = None) -> Report:
+    """Check every item; ``provider`` None checks the file alone (kinds without provider data)."""
+    report = Report(str(job.path), job.kind, quoted=quote and job.kind == "remittance")
+    catalogue = Catalogue(provider) if provider is not None else None
+    stamp = stamp or time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    for result in iter_items(job):
+        report.items += 1
+        if not result.ok:
+            report.invalid_rows.add(result.row)
+            report.problems.extend(result.errors)  # type: ignore[union-attr]
+            continue
+        assert isinstance(result, ValidItem)
+        found = list(_check(result, catalogue))
+        if found:
+            report.invalid_rows.add(result.row)
+            report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
+        elif report.quoted and provider is not None:
+            _quote(result, provider, stamp, report)
+        else:
+            _count(result, catalogue, report)
+    if provider is not None and job.kind == "remittance":
+        _balances(job, provider, report)
+    return report
+
+
+def _check(result: ValidItem, catalogue: Catalogue | None) -> Iterable[tuple[str, str]]:
+    item = result.item
+    if catalogue is None:
+        return ()
+    if isinstance(item, RemittanceItem):
+        payer = catalogue.payer(item.payer_id)
+        rates = catalogue.rates(item.payer_id) if payer is not None else None
+        return check_remittance(item, payer, rates)
+    if isinstance(item, MerchantPaymentItem):
+        return check_merchant_payment(item, catalogue.method(item.payment_method_id),
+                                      catalogue.merchant_accounts())
+    return ()
+
+
+def _count(result: ValidItem, catalogue: Catalogue | None, report: Report) -> None:
+    item = result.item
+    if isinstance(item, RemittanceItem):
+        rates = catalogue.rates(item.payer_id) if catalogue is not None else None
+        amount = source_estimate(item, rates)
+        if amount is not None:
+            report.add(item.source.currency, amount)
+    elif isinstance(item, MerchantPaymentItem) and item.payment.amount is not None:
+        report.add(item.payment.currency, item.payment.amount)
+
+
+def _quote(result: ValidItem, provider: Provider, stamp: str, report: Report) -> None:
+    item = result.item
+    assert isinstance(item, RemittanceItem)
+    body = {"external_id": f"dryrun-{stamp}-{result.external_id}",
+            **item.model_dump(include={"payer_id", "mode", "source", "destination"},
+                              exclude_none=True)}
+    try:
+        quotation = provider.money_transfer.create_quotation(body)
+    except ProviderHTTPError as exc:
+        report.invalid_rows.add(result.row)
+        field = QUOTATION_FIELDS.get(exc.code or "", "quotation")
+        report.problems.append(JobError(result.file, result.row, field,
+                                        f"provider refused the quotation: {exc.code} "
+                                        f"{exc.message}"))
+        return
+    report.add(quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
+               quotation["fee"]["amount"])
+
+
+def _balances(job: Job, provider: Provider, report: Report) -> None:
+    balances = {b["currency"]: b for b in provider.money_transfer.balances()}
+    for currency, t in sorted(report.totals.items()):
+        needed = t.amount + t.fee
+        balance = balances.get(currency)
+        if balance is None:
+            report.problems.append(JobError(str(job.path), None, "totals",
+                                            f"no {currency} balance to send {needed:,} from"))
+            continue
+        usable = balance["available_balance"] + balance.get("credit_facility", 0)
+        if needed > usable:
+            report.problems.append(JobError(
+                str(job.path), None, "totals",
+                f"{currency} {needed:,} needed, {usable:,} available (with credit facility)"))
