@@ -17,6 +17,8 @@ from typing import Any
 import pycountry
 
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# pycountry finds codes whatever their case; the provider takes upper case only.
+ALPHA3 = re.compile(r"^[A-Z]{3}$")
 DATE_FIELDS = ("date_of_birth", "id_delivery_date", "id_expiration_date")
 COUNTRY_FIELDS = ("country_iso_code", "nationality_country_iso_code", "country_of_birth_iso_code",
                   "id_country_iso_code")
@@ -56,12 +58,12 @@ def describe(alternatives: Sequence[Sequence[str]]) -> str:
 
 @cache
 def is_country(code: str) -> bool:
-    return pycountry.countries.get(alpha_3=code) is not None
+    return bool(ALPHA3.match(code)) and pycountry.countries.get(alpha_3=code) is not None
 
 
 @cache
 def is_currency(code: str) -> bool:
-    return pycountry.currencies.get(alpha_3=code) is not None
+    return bool(ALPHA3.match(code)) and pycountry.currencies.get(alpha_3=code) is not None
 
 
 def is_iso_date(value: str) -> bool:

@@ -35,6 +35,8 @@ class Sandbox:
         self.config = config
         self.clock = clock or SandboxClock()
         self.store = Store(config.balances, config.state_file)
+        self.clock.advance(self.store.clock_offset)  # a restart never turns the clock back
+        self.store.clock = self.clock
         self.callbacks = CallbackQueue(config)
         self.lifecycle = Lifecycle(self.store, self.clock, config, self.callbacks)
         self.faults = FaultState(config.faults, config.slow_seconds, config.fault_seed)

@@ -85,8 +85,10 @@ class CallbackQueue:
                    **digest_headers(c.api_key, c.api_secret, c.header_brand)}
         entry: dict[str, Any] = {"url": d.url, "status": d.status, "attempt": d.attempt}
         try:
+            # A redirect is an answer that is not 2xx: retried, never followed (that would
+            # re-send the signed body elsewhere, or turn the POST into a GET).
             answer = self._session.post(d.url, data=d.body, headers=headers,
-                                        timeout=c.callback_timeout)
+                                        timeout=c.callback_timeout, allow_redirects=False)
             entry["http_status"] = answer.status_code
             ok = 200 <= answer.status_code < 300
         except requests.RequestException as exc:

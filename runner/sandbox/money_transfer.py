@@ -190,6 +190,7 @@ async def entity_children(entity_id: int, page: Page = None, per_page: Page = No
 async def balances(request: Request, page: Page = None, per_page: Page = None) -> JSON:
     life = sandbox(request).lifecycle
     with life.store.lock:
+        life.advance()  # money moved by status changes now due, as a transaction read shows
         found = [life.balance_view(c) for c in sorted(life.store.balances)]
     return paginate(found, page, per_page)
 

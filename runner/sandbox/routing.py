@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,11 @@ class DecimalRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = simplejson.loads(await self.body(), use_decimal=True)
+            try:
+                self._json = simplejson.loads(await self.body(), use_decimal=True)
+            except simplejson.JSONDecodeError as exc:
+                # The stdlib's error is the one FastAPI turns into a validation error.
+                raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
         return self._json
 
 

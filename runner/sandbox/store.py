@@ -19,8 +19,11 @@ from typing import Any
 import simplejson
 
 from runner.sandbox import catalogue as cat
+from runner.sandbox.clock import SandboxClock
 
 TABLES = ("quotations", "transactions", "mquotations", "payments")
+# Sandbox-clock times in ``meta``: floats, though the journal reads every number back exact.
+TIMES = ("due", "expires")
 
 
 class Store:
@@ -42,6 +45,11 @@ class Store:
         self.nonces: dict[str, float] = {}
         self.schedule: list[tuple[float, int, str, int]] = []
         self._tiebreak = itertools.count()
+        # The sandbox clock's offset is state too: due times and expiries are on that clock,
+        # so a restarted sandbox moves its clock on by the offset it had (``clock_offset``,
+        # read back here) and attaches the clock, whose offset is journalled when it moved.
+        self.clock_offset = 0.0
+        self.clock: SandboxClock | None = None
         self.path = path
         self._journal = None
         if path is not None:
@@ -99,19 +107,29 @@ class Store:
     # ------------------------------------------------------------ persistence
     def _write(self, kind: str, key: Any, value: Any) -> None:
         if self._journal is not None:
-            line = simplejson.dumps({"k": kind, "id": key, "v": value}, use_decimal=True)
-            self._journal.write(line + "\n")
-            self._journal.flush()
+            if self.clock is not None and self.clock.offset != self.clock_offset:
+                self.clock_offset = self.clock.offset
+                self._put("clock", "", self.clock_offset)
+            self._put(kind, key, value)
+
+    def _put(self, kind: str, key: Any, value: Any) -> None:
+        assert self._journal is not None
+        line = simplejson.dumps({"k": kind, "id": key, "v": value}, use_decimal=True)
+        self._journal.write(line + "\n")
+        self._journal.flush()
 
     def _replay(self, path: Path) -> None:
-        with path.open(encoding="utf-8") as f:
+        whole = 0  # bytes of complete, readable lines
+        with path.open("rb") as f:
             for line in f:
                 if not line.strip():
+                    whole += len(line)
                     continue
                 try:
-                    rec = simplejson.loads(line, use_decimal=True)
+                    rec = simplejson.loads(line.decode("utf-8"), use_decimal=True)
                 except ValueError:
                     break  # a line cut short by a crash: everything before it stands
+                whole += len(line)
                 kind, key, value = rec["k"], rec["id"], rec["v"]
                 if kind == "seq":
                     self.seq[key] = value
@@ -119,11 +137,24 @@ class Store:
                     getattr(self, kind)[key] = value
                 elif kind == "nonces":
                     self.nonces = value
+                elif kind == "clock":
+                    self.clock_offset = float(value)
                 elif kind.startswith("meta:"):
+                    for name in TIMES:
+                        if value.get(name) is not None:
+                            value[name] = float(value[name])
                     self.meta[kind[5:]][int(key)] = value
                 else:
                     self.tables[kind][int(key)] = value
                     self.by_ext[kind][value["external_id"]] = int(key)
+        # Drop what a crash left half written (and end the last line), so that the lines
+        # appended from now on are not glued to it and lost at the next replay.
+        with path.open("r+b") as f:
+            f.truncate(whole)
+            if whole:
+                f.seek(whole - 1)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
         for table, metas in self.meta.items():
             for rid, meta in metas.items():
                 if meta.get("due") is not None:
@@ -139,6 +170,9 @@ class Store:
             tmp = self.path.with_suffix(self.path.suffix + ".tmp")
             with tmp.open("w", encoding="utf-8") as f:
                 self._journal = f  # type: ignore[assignment]
+                if self.clock is not None:
+                    self.clock_offset = self.clock.offset
+                self._put("clock", "", self.clock_offset)
                 for table in TABLES:
                     self._write("seq", table, self.seq[table])
                     for rid in self.tables[table]:
