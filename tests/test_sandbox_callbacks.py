@@ -1,0 +1,350 @@
+"""Callbacks from the sandbox to a real receiver: each status change from confirm on is
+POSTed as the full object in JSON, signed with the digest headers, and retried with growing
+spacing when the receiver fails or can't be reached."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import simplejson
+from conftest import KEY, SECRET, Admin, Api, body
+
+from runner.sandbox import RunningSandbox
+
+MT = "/v1/money-transfer"
+MP = "/v1/merchant-payment"
+NAMES = {"firstname": "Ada", "lastname": "Lovelace"}
+WAIT = 3.0  # seconds a delivery may take before a test gives up
+
+
+@dataclass
+class Received:
+    at: float  # time.monotonic() when the request arrived
+    path: str
+    headers: dict[str, str]  # names lower-cased: HTTP header names are case-insensitive
+    raw: bytes
+
+    @property
+    def json(self) -> Any:
+        return simplejson.loads(self.raw, use_decimal=True)
+
+
+class Receiver:
+    """A partner's callback endpoint: records every request and answers each POST with the
+    next status of its script (200 once the script is used up; a 3xx sends to /moved)."""
+
+    def __init__(self, script: list[int] | None = None) -> None:
+        self.script = list(script or [])
+        self.received: list[Received] = []
+        self.gets: list[str] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver._lock:
+                    receiver.received.append(Received(
+                        time.monotonic(), self.path,
+                        {k.lower(): v for k, v in self.headers.items()}, raw))
+                    code = receiver.script.pop(0) if receiver.script else 200
+                self.send_response(code)
+                if 300 <= code < 400:
+                    self.send_header("Location", "/moved")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:  # noqa: N802
+                with receiver._lock:
+                    receiver.gets.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep the test output clean
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.01}, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/callbacks"
+
+    def wait_for(self, count: int, timeout: float = WAIT) -> list[Received]:
+        """The first ``count`` requests, polling until they have arrived."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                got = list(self.received)
+            if len(got) >= count or time.monotonic() > deadline:
+                assert len(got) >= count, f"{len(got)} of {count} callbacks arrived"
+                return got[:count]
+            time.sleep(0.005)
+
+    def stays_at(self, count: int, seconds: float) -> bool:
+        """True when no more than ``count`` requests arrive within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.received) > count:
+                    return False
+            time.sleep(0.005)
+        return True
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def receiver_factory() -> Iterator[Callable[..., Receiver]]:
+    made: list[Receiver] = []
+
+    def make(script: list[int] | None = None) -> Receiver:
+        made.append(Receiver(script))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+@pytest.fixture
+def receiver(receiver_factory: Callable[..., Receiver]) -> Receiver:
+    return receiver_factory()
+
+
+def clients(sb: RunningSandbox) -> tuple[Api, Admin]:
+    return Api(sb.url, (KEY, SECRET)), Admin(sb.url)
+
+
+def wait_until(check: Callable[[], Any], timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+    return result
+
+
+def deliveries(admin: Admin, count: int) -> list[dict[str, Any]]:
+    """The sandbox's delivery log once it holds ``count`` entries and nothing waits."""
+    def done() -> list[dict[str, Any]] | None:
+        seen = admin.callbacks()
+        log: list[dict[str, Any]] = seen["deliveries"]
+        return log if len(log) >= count and seen["pending"] == 0 else None
+    return wait_until(done)  # type: ignore[no-any-return]
+
+
+def transaction(api: Api, name: str, callback_url: str | None,
+                msisdn: str = "+254700100200") -> dict[str, Any]:
+    q = api.post(f"{MT}/quotations", {
+        "external_id": f"q-{name}", "payer_id": 1, "mode": "SOURCE_AMOUNT",
+        "source": {"country_iso_code": "FRA", "currency": "EUR", "amount": Decimal("100.00")},
+        "destination": {"currency": "KES"}})
+    assert q.status_code == 201, q.text
+    t = api.post(f"{MT}/quotations/{body(q)['id']}/transactions", {
+        "external_id": f"t-{name}", "credit_party_identifier": {"msisdn": msisdn},
+        "sender": NAMES, "beneficiary": NAMES, "purpose_of_remittance": "SALARY",
+        "callback_url": callback_url})
+    assert t.status_code == 201, t.text
+    return body(t)  # type: ignore[no-any-return]
+
+
+def confirm(api: Api, path: str) -> dict[str, Any]:
+    r = api.post(f"{path}/confirm")
+    assert r.status_code == 200, r.text
+    return body(r)  # type: ignore[no-any-return]
+
+
+def assert_signed(got: Received, brand: str = "Svc") -> None:
+    h = got.headers
+    b = brand.lower()
+    assert h["content-type"] == "application/json"
+    assert h[f"x-{b}-apikey"] == KEY
+    nonce, date = h[f"x-{b}-nonce"], h["date"]
+    assert 0 < len(nonce) <= 64
+    expected = base64.b64encode(hmac.new(SECRET.encode(), (KEY + nonce + date).encode(),
+                                         hashlib.sha256).digest()).decode()
+    assert h[f"x-{b}-hmac"] == expected
+    assert abs(parsedate_to_datetime(date).timestamp() - time.time()) < 60
+
+
+# ---------------------------------------------------------------- what is sent
+def test_each_status_change_of_a_transaction_is_posted_signed(
+    api: Api, admin: Admin, receiver: Receiver,
+) -> None:
+    created = transaction(api, "1", receiver.url)
+    assert created["status"] == "10000" and created["callback_url"] == receiver.url
+    confirmed = confirm(api, f"{MT}/transactions/{created['id']}")
+    first = receiver.wait_for(1)[0]
+    assert first.path == "/callbacks"
+    assert first.json == confirmed  # the full transaction at its new status
+    assert first.json["status"] == "20000"
+    admin.advance(60)
+    assert receiver.wait_for(2)[1].json["status"] == "50000"
+    admin.advance(60)
+    got = receiver.wait_for(3)
+    final = body(api.get(f"{MT}/transactions/ext-t-1"))
+    assert final["status"] == "70000"
+    assert got[2].json == final
+    assert got[1].json == {**final, "status": "50000", "status_message": "SUBMITTED",
+                           "status_class": "5", "status_class_message": "SUBMITTED"}
+    assert [g.json["status"] for g in got] == ["20000", "50000", "70000"]  # none at creation
+    for g in got:
+        assert_signed(g)
+    assert len({g.headers["x-svc-nonce"] for g in got}) == 3  # a fresh nonce each time
+    # amounts travel as exact JSON numbers
+    assert re.search(rb'"sent_amount":\s*\{[^}]*"amount":\s*100\.00[,}]', got[0].raw)
+    assert receiver.stays_at(3, 0.05)
+
+
+def test_no_callback_without_callback_url(api: Api, admin: Admin, receiver: Receiver) -> None:
+    plain = transaction(api, "plain", None)
+    with_url = transaction(api, "with-url", receiver.url)
+    confirm(api, f"{MT}/transactions/{plain['id']}")
+    confirm(api, f"{MT}/transactions/{with_url['id']}")
+    admin.advance(120)
+    got = receiver.wait_for(3)
+    assert {g.json["external_id"] for g in got} == {"t-with-url"}
+    assert receiver.stays_at(3, 0.05)
+    assert [d["status"] for d in deliveries(admin, 3)] == ["20000", "50000", "70000"]
+
+
+def test_merchant_payments_send_callbacks(api: Api, admin: Admin, receiver: Receiver) -> None:
+    q = api.post(f"{MP}/quotations", {
+        "external_id": "q-1", "payment_method_id": 1, "mode": "PAYMENT_AMOUNT",
+        "payment": {"country_iso_code": "KEN", "currency": "KES", "amount": Decimal(1000)},
+        "collection": {"currency": "EUR"}})
+    assert q.status_code == 201, q.text
+    p = api.post(f"{MP}/quotations/ext-q-1/payments", {
+        "external_id": "p-1", "debit_party_identifier": {"msisdn": "+254700100200"},
+        "consumer": NAMES, "purpose_of_payment": "OTHER", "callback_url": receiver.url})
+    assert p.status_code == 201, p.text
+    confirmed = confirm(api, f"{MP}/payments/ext-p-1")
+    first = receiver.wait_for(1)[0]
+    assert first.json == confirmed
+    assert first.json["details"]["qr_code"]  # the payment as confirmed, details filled
+    assert_signed(first)
+    admin.advance(60)
+    admin.advance(60)
+    got = receiver.wait_for(3)
+    assert [g.json["status"] for g in got] == ["20000", "50000", "70000"]
+    assert got[2].json == body(api.get(f"{MP}/payments/ext-p-1"))
+    for g in got:
+        assert_signed(g)
+
+
+def test_header_brand_is_configurable(sandbox_factory: Callable[..., RunningSandbox],
+                                      receiver: Receiver) -> None:
+    api, _ = clients(sandbox_factory(header_brand="Acme"))
+    t = transaction(api, "1", receiver.url)
+    confirm(api, f"{MT}/transactions/{t['id']}")
+    got = receiver.wait_for(1)[0]
+    assert_signed(got, brand="Acme")
+    assert not any(name.startswith("x-svc-") for name in got.headers)
+    api.session.close()
+
+
+# ---------------------------------------------------------------- retries
+def test_failed_deliveries_are_retried_until_accepted(
+    api: Api, admin: Admin, receiver_factory: Callable[..., Receiver],
+) -> None:
+    receiver = receiver_factory([500, 500, 200])
+    t = transaction(api, "1", receiver.url)
+    confirmed = confirm(api, f"{MT}/transactions/{t['id']}")
+    got = receiver.wait_for(3)
+    assert [g.json for g in got] == [confirmed] * 3  # the same status, attempted 3 times
+    assert len({g.headers["x-svc-nonce"] for g in got}) == 3  # each attempt signed afresh
+    for g in got:
+        assert_signed(g)
+    log = deliveries(admin, 3)
+    assert [(d["status"], d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
+        [("20000", 1, 500, False), ("20000", 2, 500, False), ("20000", 3, 200, True)]
+    assert all(d["url"] == receiver.url for d in log)
+    assert receiver.stays_at(3, 0.1)  # accepted: no more attempts
+
+
+def test_a_redirect_is_not_a_delivery(api: Api, admin: Admin,
+                                      receiver_factory: Callable[..., Receiver]) -> None:
+    receiver = receiver_factory([302, 307, 200])
+    t = transaction(api, "1", receiver.url)
+    confirm(api, f"{MT}/transactions/{t['id']}")
+    got = receiver.wait_for(3)
+    assert [g.path for g in got] == ["/callbacks"] * 3  # never re-sent to the new location
+    assert receiver.gets == []
+    log = deliveries(admin, 3)
+    assert [(d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
+        [(1, 302, False), (2, 307, False), (3, 200, True)]
+
+
+def test_retries_stop_after_the_configured_attempts(
+    sandbox_factory: Callable[..., RunningSandbox], receiver_factory: Callable[..., Receiver],
+) -> None:
+    api, admin = clients(sandbox_factory(callback_attempts=3, callback_spacing=0.005))
+    receiver = receiver_factory([500] * 10)
+    t = transaction(api, "1", receiver.url)
+    confirm(api, f"{MT}/transactions/{t['id']}")
+    receiver.wait_for(3)
+    deliveries(admin, 3)
+    # a fourth attempt would come 0.02 s after the third: watch well past that
+    assert receiver.stays_at(3, 0.15)
+    log = admin.callbacks()["deliveries"]
+    assert [(d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
+        [(1, 500, False), (2, 500, False), (3, 500, False)]
+    assert admin.callbacks()["pending"] == 0
+    api.session.close()
+
+
+def test_retry_spacing_doubles(sandbox_factory: Callable[..., RunningSandbox],
+                               receiver_factory: Callable[..., Receiver]) -> None:
+    spacing = 0.02
+    api, _ = clients(sandbox_factory(callback_attempts=5, callback_spacing=spacing))
+    receiver = receiver_factory([500, 500, 503, 200])
+    t = transaction(api, "1", receiver.url)
+    confirm(api, f"{MT}/transactions/{t['id']}")
+    at = [g.at for g in receiver.wait_for(4)]
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    # each wait starts after the previous answer, so these are lower bounds
+    assert gaps[0] >= spacing
+    assert gaps[1] >= 2 * spacing
+    assert gaps[2] >= 4 * spacing
+    assert gaps[1] >= gaps[0] and gaps[2] >= gaps[1]
+    assert receiver.stays_at(4, 0.05)
+    api.session.close()
+
+
+def test_unreachable_receiver_is_retried_and_logged(
+    sandbox_factory: Callable[..., RunningSandbox],
+) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nobody listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/callbacks"
+    api, admin = clients(sandbox_factory(callback_attempts=3, callback_spacing=0.005))
+    t = transaction(api, "1", url)
+    confirm(api, f"{MT}/transactions/{t['id']}")
+    log = deliveries(admin, 3)
+    assert [(d["url"], d["status"], d["attempt"], d["delivered"]) for d in log] == \
+        [(url, "20000", n, False) for n in (1, 2, 3)]
+    for d in log:
+        assert d["error"]  # the failure's kind, e.g. ConnectionError
+        assert "http_status" not in d
+    api.session.close()
