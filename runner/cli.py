@@ -14,8 +14,11 @@ Exit codes:
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +34,7 @@ from runner.sandbox.cli import sandbox
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_STATE_DIR = Path("state")
+STATE_FILE = "runner.sqlite"
 
 
 def state_dir_of(state: Path | None) -> Path:
@@ -40,13 +44,18 @@ def state_dir_of(state: Path | None) -> Path:
     return Path(os.environ.get("RUNNER_STATE_DIR", DEFAULT_STATE_DIR))
 
 
+def state_path_of(state: Path | None) -> Path:
+    return state if state is not None else state_dir_of(None) / STATE_FILE
+
+
 def job_argument(f: F) -> F:
     return click.argument("job", type=click.Path(dir_okay=False, path_type=Path))(f)
 
 
 def state_option(f: F) -> F:
     return click.option("--state", type=click.Path(dir_okay=False, path_type=Path),
-                        help="SQLite state file (default: state/<job name>.sqlite).")(f)
+                        help="SQLite state file (default: state/runner.sqlite, or "
+                             "$RUNNER_STATE_DIR/runner.sqlite).")(f)
 
 
 def reports_errors(f: F) -> F:
@@ -118,10 +127,173 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     if fmt == "json":
         click.echo(simplejson.dumps(report.as_dict(), indent=2))
     else:
-        for problem in report.problems:
-            click.echo(str(problem))
-        click.echo(report.closing_line())
+        _print_report(report)
     sys.exit(0 if report.ok else 2)
+
+
+def _print_report(report: Any, fmt: str = "text") -> None:
+    for problem in report.problems:
+        click.echo(str(problem))
+    click.echo(report.closing_line())
+
+
+def _logging(quiet: bool, verbose: bool) -> None:
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                           "%Y-%m-%dT%H:%M:%S"))
+    root = logging.getLogger("runner")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+             allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool) -> None:
+    from runner.engine import RunOptions, run_job
+    from runner.job import load_job
+    from runner.outcome import Outcome
+    from runner.provider.connect import connect
+    from runner.state import StateStore
+
+    _logging(quiet, verbose)
+    loaded = load_job(job)
+    state_path = state_path_of(state)
+    tty = sys.stdin.isatty() and sys.stderr.isatty()
+    options = RunOptions(state_path, concurrency=concurrency, allow_partial=allow_partial,
+                         confirm=True if confirm_only else None, confirm_only=confirm_only)
+    if tty and not yes:
+        options.ask = _ask
+    if tty and not quiet:
+        options.on_progress = _Bar().step
+    previous = signal.signal(signal.SIGINT, lambda *_: options.stop.set())
+    try:
+        with connect(loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
+                     ) as provider:
+            result = run_job(loaded, provider, options)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if tty and not quiet:
+        click.echo("", err=True)
+    if result.exit_code == 2 and result.report is not None:
+        _print_report(result.report)
+    store = StateStore(state_path)
+    try:
+        outcome = Outcome.of(loaded.name, list(store.items(loaded.name)))
+    finally:
+        store.close()
+    for line in outcome.lines():
+        click.echo(line)
+    for external_id, why in result.refused:
+        click.echo(f"  refused {external_id}: {why}")
+    if result.message:
+        click.echo(result.message, err=True)
+    sys.exit(result.exit_code)
+
+
+def _ask(plan: dict[str, Any]) -> bool:
+    totals = ", ".join(f"{c} {a:,}" for c, a in sorted(plan["totals"].items()))
+    click.echo(f"About to pay {plan['items']} item(s): {totals}", err=True)
+    return click.confirm("Send these payments?", default=False, err=True)
+
+
+class _Bar:
+    """One line on the terminal, redrawn as items move."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def step(self, phase: str, entry: Any) -> None:
+        with self.lock:
+            self.done[phase] = self.done.get(phase, 0) + 1
+            parts = "  ".join(f"{p} {n}" for p, n in self.done.items())
+            click.echo(f"\r{parts}", nl=False, err=True)
+
+
+def run_options(f: F) -> F:
+    for decorator in reversed([
+        state_option,
+        click.option("--concurrency", type=click.IntRange(min=1),
+                     help="Workers (default: the job's run.concurrency)."),
+        click.option("--yes", is_flag=True, help="Do not ask before money moves."),
+        click.option("--allow-partial", is_flag=True,
+                     help="Confirm what the balance covers even when it cannot cover all."),
+        click.option("--quiet", "-q", is_flag=True, help="Warnings and errors only."),
+        click.option("--verbose", "-v", is_flag=True, help="A log line per call."),
+    ]):
+        f = decorator(f)
+    return f
+
+
+@main.command()
+@job_argument
+@click.option("--dry-run", is_flag=True, help="Validate only (as `runner validate`).")
+@run_options
+@reports_errors
+def run(job: Path, dry_run: bool, state: Path | None, concurrency: int | None, yes: bool,
+        allow_partial: bool, quiet: bool, verbose: bool) -> None:
+    """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
+
+    Safe to run again at any time: finished items are skipped, interrupted ones resume, and
+    nobody is paid twice. On a terminal it shows the plan and asks first (--yes skips).
+
+    \b
+    Example:
+      runner run jobs/payroll.yaml --yes
+    """
+    if dry_run:
+        from runner.job import load_job
+        from runner.provider.connect import connect
+        from runner.validation import validate_job
+
+        loaded = load_job(job)
+        with connect(loaded, state_dir_of(state)) as provider:
+            report = validate_job(loaded, provider)
+        _print_report(report)
+        sys.exit(0 if report.ok else 2)
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False)
+
+
+@main.command()
+@job_argument
+@run_options
+@reports_errors
+def confirm(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+            allow_partial: bool, quiet: bool, verbose: bool) -> None:
+    """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
+
+    \b
+    Example:
+      runner confirm jobs/payroll.yaml --yes
+    """
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=True)
+
+
+@main.command()
+@job_argument
+@state_option
+@reports_errors
+def status(job: Path, state: Path | None) -> None:
+    """Counts per state of JOB's items, the items in doubt and those needing a person.
+
+    Reads the state database only; nothing is sent.
+
+    \b
+    Example:
+      runner status jobs/payroll.yaml
+    """
+    from runner.job import load_job
+    from runner.outcome import Outcome
+    from runner.state import StateStore
+
+    loaded = load_job(job)
+    store = StateStore(state_path_of(state))
+    try:
+        outcome = Outcome.of(loaded.name, list(store.items(loaded.name)))
+    finally:
+        store.close()
+    for line in outcome.lines():
+        click.echo(line)
 
 
 main.add_command(sandbox)

@@ -82,7 +82,7 @@ def party_problems(values: Mapping[str, Any], enums: Sequence[str] = ()
     for name in DATE_FIELDS:
         value = values.get(name)
         if present(value) and not is_iso_date(str(value)):
-            yield name, "must be an ISO 8601 date (YYYY-MM-DD)"
+            yield name, f"{value!r} is not an ISO 8601 date (YYYY-MM-DD)"
     for name in COUNTRY_FIELDS:
         value = values.get(name)
         if present(value) and not is_country(str(value)):

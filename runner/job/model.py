@@ -10,6 +10,7 @@ Schema for editors.
 from __future__ import annotations
 
 import ipaddress
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
@@ -147,6 +148,8 @@ class Run(JobModel):
     wait_for_final: Duration = Field(default=parse_duration("5m"))
     retry: Retry = Field(default_factory=Retry)
     on_invalid: Literal["stop", "skip"] = "stop"
+    rate_limit: Decimal | None = Field(
+        default=None, gt=0, description="at most this many provider requests per second")
 
 
 # Enough to catch a name in the wrong field; the mail server is the judge of the rest.

@@ -17,6 +17,7 @@ import requests
 from runner.job import Job
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
+from runner.provider.throttle import Throttle
 
 
 @dataclass
@@ -37,9 +38,13 @@ def _clients(job: Job, base_url: str, pool: int) -> Provider:
     p = job.provider
     kw = dict(auth=p.auth, session=session, brand=p.brand, timeout=(5.0, float(p.timeout)))
     key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()
-    return Provider(base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-                    MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-                    session)
+    provider = Provider(base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+                        MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+                        session)
+    if job.run.rate_limit is not None:
+        throttle = Throttle(float(job.run.rate_limit))
+        provider.money_transfer.throttle = provider.merchant_payment.throttle = throttle
+    return provider
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ verification is left on, always.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -55,6 +55,7 @@ class ProviderClient:
         self.session = session or requests.Session()
         self.auth = make_auth(auth, api_key, api_secret, brand)
         self.timeout = timeout
+        self.throttle: Callable[[], None] | None = None  # a provider-wide rate limit
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
@@ -69,6 +70,8 @@ class ProviderClient:
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
+        if self.throttle is not None:
+            self.throttle()
         try:
             response = self.session.request(method, url, data=data, params=params,
                                             headers=headers, auth=self.auth,

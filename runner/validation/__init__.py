@@ -68,7 +68,8 @@ class Report:
         parts = [f"{self.file}: {self.items} items, {self.valid} valid, {self.invalid} invalid"]
         for currency, t in sorted(self.totals.items()):
             fee = f" + fees {t.fee:,}" if self.quoted else ""
-            parts.append(f"{currency} {t.amount:,}{fee} over {t.count} items")
+            parts.append(f"{currency} {t.amount:,}{fee} over {t.count} "
+                         f"item{'' if t.count == 1 else 's'}")
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
@@ -117,8 +118,13 @@ class Catalogue:
 
 
 def validate_job(job: Job, provider: Provider | None, quote: bool = False,
-                 stamp: str | None = None) -> Report:
-    """Check every item; ``provider`` None checks the file alone (kinds without provider data)."""
+                 stamp: str | None = None, check_balances: bool = True,
+                 keep: Callable[[ValidItem], None] | None = None) -> Report:
+    """Check every item; ``provider`` None checks the file alone (kinds without provider data).
+
+    ``keep`` receives each item that passed every check (the engine runs those);
+    ``check_balances`` compares the batch's totals with the balances (the engine does its
+    own pre-flight over what is still to be confirmed)."""
     report = Report(str(job.path), job.kind, quoted=quote and job.kind == "remittance")
     catalogue = Catalogue(provider) if provider is not None else None
     stamp = stamp or time.strftime("%Y%m%d%H%M%S", time.gmtime())
@@ -133,11 +139,14 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
         if found:
             report.invalid_rows.add(result.row)
             report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
-        elif report.quoted and provider is not None:
+            continue
+        if report.quoted and provider is not None:
             _quote(result, provider, stamp, report)
         else:
             _count(result, catalogue, report)
-    if provider is not None and job.kind == "remittance":
+        if keep is not None and result.row not in report.invalid_rows:
+            keep(result)
+    if provider is not None and job.kind == "remittance" and check_balances:
         _balances(job, provider, report)
     return report
 
@@ -163,8 +172,11 @@ def _count(result: ValidItem, catalogue: Catalogue | None, report: Report) -> No
         amount = source_estimate(item, rates)
         if amount is not None:
             report.add(item.source.currency, amount)
-    elif isinstance(item, MerchantPaymentItem) and item.payment.amount is not None:
-        report.add(item.payment.currency, item.payment.amount)
+    elif isinstance(item, MerchantPaymentItem):
+        # The side the mode names carries the amount (the other is the provider's to price).
+        side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
+        if side.amount is not None:
+            report.add(side.currency, side.amount)
 
 
 def _quote(result: ValidItem, provider: Provider, stamp: str, report: Report) -> None:

@@ -120,7 +120,8 @@ def check_merchant_payment(item: MerchantPaymentItem, method: Mapping[str, Any] 
     owner = f"payment method {method['id']} ({method['name']})"
     for name in ("country_iso_code", "currency"):
         if getattr(item.payment, name) != method[name]:
-            yield f"payment.{name}", f"{owner} takes {method[name]}"
+            yield (f"payment.{name}",
+                   f"{owner} takes {method[name]}, not {getattr(item.payment, name)}")
     if item.collection.currency not in accounts:
         yield ("collection.currency", f"no {item.collection.currency} merchant account "
                                       f"(accounts: {', '.join(accounts) or 'none'})")

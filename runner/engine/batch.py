@@ -1,0 +1,290 @@
+"""A run of a job: validate, take the lease, then the phases, each over a pool of workers.
+
+1. Validate every item (``runner.validation``); with ``on_invalid: stop`` nothing is sent
+   when anything is invalid (exit 2).
+2. Prepare: quotation and transaction for each item not yet created.
+3. Pre-flight: the cost of what is to be confirmed against the balances; when it cannot be
+   covered nothing is confirmed (exit 1) unless ``allow_partial``.
+4. Confirm (skipped with ``confirm: false``: the items wait for ``runner confirm``).
+5. Poll what is confirmed but not final, until final or ``wait_for_final``.
+
+State is written as each call goes (``runner.state``), so a run killed at any instant is
+resumed by the next one; a Ctrl-C lets calls in flight finish and be recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from runner.engine.policy import RetryPolicy
+from runner.engine.remittance import (
+    Conflict,
+    Entry,
+    InDoubt,
+    ProviderDown,
+    RemittanceFlow,
+    summary_of,
+)
+from runner.errors import RunnerError
+from runner.job import Job, ValidItem
+from runner.job.money_transfer import RemittanceItem
+from runner.provider.connect import Provider
+from runner.state import LEASE_TTL, StateStore
+from runner.validation import Report, validate_job
+
+log = logging.getLogger("runner")
+SKIP = ("conflict",)
+
+
+@dataclass
+class RunOptions:
+    state_path: Path
+    concurrency: int | None = None
+    confirm: bool | None = None  # None: the job's run.confirm
+    confirm_only: bool = False  # `runner confirm`: no new quotations or transactions
+    allow_partial: bool = False
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
+    stop: threading.Event = field(default_factory=threading.Event)
+    ask: Callable[[dict[str, Any]], bool] | None = None
+    on_progress: Callable[[str, Entry], None] | None = None
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    message: str
+    entries: list[Entry] = field(default_factory=list)
+    report: Report | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class UnsupportedKind(RunnerError):
+    exit_code = 2
+
+
+def _fingerprint(item: RemittanceItem) -> str:
+    import hashlib
+
+    return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
+
+
+def _entries(job: Job, provider: Provider, state: StateStore
+             ) -> tuple[Report, list[Entry], list[tuple[str, str]]]:
+    """Validate the job and pair each valid item with its state record (created if new)."""
+    valid: list[ValidItem] = []
+    report = validate_job(job, provider, check_balances=False, keep=valid.append)
+    known = {r["external_id"]: r for r in state.items(job.name)}
+    entries, refused = [], []
+    for v in valid:
+        assert isinstance(v.item, RemittanceItem)
+        record = known.get(v.external_id)
+        fingerprint = _fingerprint(v.item)
+        if record is None:
+            other = state.item(v.external_id)
+            if other is not None:  # rule 7: handled under another job's name
+                refused.append((v.external_id, f"row {v.row}: already handled by job "
+                                               f"{other['job_name']}; not paid again"))
+                continue
+            record = state.insert_item({
+                "external_id": v.external_id, "job_name": job.name, "kind": job.kind,
+                "row": v.row, "fingerprint": fingerprint,
+                "summary": _json(summary_of(v.item))})
+        elif record["fingerprint"] != fingerprint:
+            if record["step"] == "new" and not record["intent"]:
+                state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
+                record["fingerprint"] = fingerprint
+            elif record["outcome"] not in SKIP:
+                message = "the item changed after its payment started; check it by hand"
+                state.update_item(v.external_id, outcome="conflict", error_code="changed",
+                                  error_message=message)
+                record.update(outcome="conflict", error_code="changed", error_message=message)
+        entries.append(Entry(v.external_id, v.row, v.item, dict(record)))
+    return report, entries, refused
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
+    if job.kind != "remittance":
+        raise UnsupportedKind(f"{job.path}: kind {job.kind} cannot be run yet")
+    state = StateStore(options.state_path)
+    try:
+        run_id = state.start_run(job.name, str(job.path))
+        token = state.acquire_lease(job.name, run_id)
+        beat = _Heartbeat(state, job.name, token)
+        try:
+            result = _run(job, provider, options, state, run_id)
+        finally:
+            beat.stop()
+            state.release_lease(job.name, token)
+        state.end_run(run_id, result.exit_code, result.counts)
+        return result
+    finally:
+        state.close()
+
+
+def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
+         run_id: int) -> RunResult:
+    report, entries, refused = _entries(job, provider, state)
+    if not report.ok and job.run.on_invalid == "stop":
+        return RunResult(2, f"{report.invalid} invalid item(s); nothing was sent",
+                         report=report, refused=refused)
+    todo = [e for e in entries if e.record["step"] != "final"
+            and e.record["outcome"] not in SKIP]
+    if options.ask is not None and todo and not options.ask(_plan(todo)):
+        return RunResult(0, "cancelled; nothing was sent", entries, report, refused)
+    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
+                         sleep=options.sleep)
+    flow = RemittanceFlow(provider.money_transfer, state, run_id, policy, options.clock)
+    workers = options.concurrency or job.run.concurrency
+    confirm = job.run.confirm if options.confirm is None else options.confirm
+    problems: list[str] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
+        phase = _Phase(pool, options, problems)
+        if not options.confirm_only:
+            phase.run("prepare", flow.prepare,
+                      [e for e in todo if e.record["step"] in ("new", "quoted")])
+        ready = [e for e in todo if e.record["step"] == "created"
+                 and e.record["outcome"] in ("pending", "failed", "awaiting_confirm")]
+        if not confirm:
+            for e in ready:
+                flow.update(e, outcome="awaiting_confirm")
+        elif ready and not options.stop.is_set() and not problems:
+            short = _preflight(flow, ready)
+            if short and not options.allow_partial:
+                return _finish(entries, report, refused, 1,
+                               f"{short}: nothing was confirmed (--allow-partial "
+                               f"confirms what the balance covers)")
+            phase.run("confirm", flow.confirm, ready)
+        _poll(flow, phase, entries, options, float(job.run.wait_for_final))
+    if "provider unreachable" in problems:
+        return _finish(entries, report, refused, 75, "the provider is unreachable; "
+                                                    "run again later to resume")
+    if options.stop.is_set():
+        return _finish(entries, report, refused, 1, "interrupted; run again to resume")
+    return _finish(entries, report, refused, None, "")
+
+
+class _Phase:
+    def __init__(self, pool: ThreadPoolExecutor, options: RunOptions,
+                 problems: list[str]) -> None:
+        self.pool = pool
+        self.options = options
+        self.problems = problems
+
+    def run(self, name: str, step: Callable[[Entry], Any], entries: list[Entry]) -> None:
+        if entries and name != "poll":
+            log.info("%s: %d item(s)", name, len(entries))
+
+        def one(entry: Entry) -> None:
+            if self.options.stop.is_set() or "provider unreachable" in self.problems:
+                return
+            try:
+                step(entry)
+            except Conflict:
+                log.warning("%s: conflict at the provider", entry.external_id)
+            except InDoubt as exc:
+                log.warning("%s: in doubt: %s", entry.external_id, exc)
+            except ProviderDown as exc:
+                log.error("provider unreachable: %s", exc)
+                self.problems.append("provider unreachable")
+            log.debug("%s %s: %s %s", name, entry.external_id, entry.record.get("step"),
+                      entry.record.get("status") or entry.record.get("outcome"))
+            if entry.record.get("outcome") in ("failed", "conflict"):
+                log.warning("%s %s: %s %s", entry.external_id, entry.record["outcome"],
+                            entry.record.get("error_code"), entry.record.get("error_message"))
+            if self.options.on_progress is not None:
+                self.options.on_progress(name, entry)
+
+        list(self.pool.map(one, entries))
+
+
+def _plan(entries: list[Entry]) -> dict[str, Any]:
+    totals: dict[str, Decimal] = {}
+    for e in entries:
+        item = e.item
+        if item.source.amount is not None:
+            totals[item.source.currency] = totals.get(item.source.currency, Decimal(0)) + \
+                item.source.amount
+    return {"items": len(entries), "totals": totals}
+
+
+def _preflight(flow: RemittanceFlow, ready: list[Entry]) -> str:
+    """'' when the balances cover the batch, else what is short."""
+    needed: dict[str, Decimal] = {}
+    for e in ready:
+        r = e.record
+        cost = Decimal(r["source_amount"]) + Decimal(r["fee"])
+        needed[r["source_currency"]] = needed.get(r["source_currency"], Decimal(0)) + cost
+    balances = {b["currency"]: b for b in flow.read(flow.client.balances)}
+    short = []
+    for currency, amount in sorted(needed.items()):
+        b = balances.get(currency)
+        usable = (b["available_balance"] + b.get("credit_facility", 0)) if b else Decimal(0)
+        if amount > usable:
+            short.append(f"{currency} {amount:,} needed, {usable:,} available")
+    return "; ".join(short)
+
+
+def _poll(flow: RemittanceFlow, phase: _Phase, entries: list[Entry], options: RunOptions,
+          wait: float) -> None:
+    waiting = [e for e in entries if e.record["step"] == "confirmed"]
+    deadline = options.clock() + wait
+    interval = 0.2
+    while waiting and not options.stop.is_set():
+        phase.run("poll", flow.poll, waiting)
+        waiting = [e for e in waiting if e.record["step"] != "final"]
+        remaining = deadline - options.clock()
+        if not waiting or remaining <= 0:
+            return
+        options.sleep(min(interval, remaining))
+        interval = min(interval * 1.5, 5.0)
+
+
+def _finish(entries: list[Entry], report: Report, refused: list[tuple[str, str]],
+            code: int | None, message: str) -> RunResult:
+    counts: dict[str, int] = {}
+    for e in entries:
+        key = "in_doubt" if e.record.get("intent") else e.record["outcome"]
+        counts[key] = counts.get(key, 0) + 1
+    if refused:
+        counts["refused"] = len(refused)
+    if report.invalid:
+        counts["invalid"] = report.invalid
+    if code is None:
+        bad = sum(counts.get(k, 0) for k in ("failed", "conflict", "unknown", "in_doubt",
+                                             "refused", "invalid"))
+        code = 1 if bad else 0
+    return RunResult(code, message, entries, report, refused, counts)
+
+
+class _Heartbeat:
+    """Keeps the lease fresh while the run lives."""
+
+    def __init__(self, state: StateStore, job_name: str, token: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(state, job_name, token),
+                                        daemon=True, name="lease")
+        self._thread.start()
+
+    def _beat(self, state: StateStore, job_name: str, token: str) -> None:
+        while not self._stop.wait(LEASE_TTL / 3):
+            state.heartbeat(job_name, token)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,59 @@
+"""When to call the provider again: one pure decision, plugged into tenacity once.
+
+``decide`` reads the error's retry rule (``runner.provider.errors``): SAFE errors (refused
+connection, 503, 429) are retried with backoff; in-doubt errors (lost answer, timeout, 5xx)
+are retried as they are only for reads, and for writes they call for a lookup by external_id
+first (exactly-once rule 3); everything else stops. Sleep is injected, so tests never wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+import tenacity
+
+from runner.provider.errors import ProviderError, Retry
+
+T = TypeVar("T")
+
+
+class Decision(Enum):
+    RETRY = "retry"  # send the same request again, after a wait
+    LOOKUP = "lookup"  # look the resource up by external_id before anything else
+    STOP = "stop"  # never again: the item fails (or the run stops)
+
+
+def decide(error: BaseException, idempotent: bool) -> Decision:
+    if not isinstance(error, ProviderError):
+        return Decision.STOP
+    if error.retry is Retry.SAFE:
+        return Decision.RETRY
+    if error.retry is Retry.LOOKUP:
+        return Decision.RETRY if idempotent else Decision.LOOKUP
+    return Decision.STOP
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 6
+    max_wait: float = 60.0
+    first_wait: float = 0.5
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def call(self, fn: Callable[[], T], idempotent: bool) -> T:
+        """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(
+                lambda e: decide(e, idempotent) is Decision.RETRY),
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=tenacity.wait_exponential(multiplier=self.first_wait, max=self.max_wait)
+            + tenacity.wait_random(0, self.first_wait),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        result: Any = retrying(fn)
+        return result  # type: ignore[no-any-return]

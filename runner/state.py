@@ -1,0 +1,210 @@
+"""The state database: what runner has asked of the provider, item by item, in SQLite.
+
+One file (default ``state/runner.sqlite``) can hold many jobs: items are keyed by
+external_id across all of them, so an item already handled under another job's name is
+seen and refused (exactly-once rule 7). WAL mode; every change is its own committed
+transaction, written before the next request is sent. ``synchronous=NORMAL`` survives a
+killed process; a power cut may lose the last writes, which the provider-side lookups by
+external_id (rule 3) recover, since external_ids are deterministic.
+
+Tables (named migrations in ``_sqlite_migrations``):
+
+- ``runs``: one row per run: job, start, end, exit code, counts.
+- ``leases``: who runs a job now (host, pid, heartbeat): one run per job at a time (rule 6).
+- ``items``: one row per external_id: job, row, fingerprint of the request, ``step`` reached
+  (new, quoted, created, confirmed, final), ``intent`` (the call sent whose answer is not yet
+  known: quotation, transaction, confirm; not null = in doubt), ``attempt`` (1, or 2 for the
+  ``-r2`` quotation after an expiry ...), provider ids, amounts, the provider's status,
+  ``outcome`` (pending, awaiting_confirm, settled, failed, refused, conflict, unknown), the
+  error code and message, and a ``summary`` (who and how much, no secrets, no card data).
+- ``attempts``: every call: item, step, a summary of the request, start and end, result
+  (ok, error, in_doubt), HTTP status, provider code and message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from runner.errors import StateError
+
+LEASE_TTL = 30.0
+migrations = Migrations("runner")
+
+
+@migrations(name="0001_runs_items_attempts_leases")
+def _initial(db: Database) -> None:
+    db.table("runs").create({"id": int, "job_name": str, "job_file": str, "started_at": str,
+                       "ended_at": str, "host": str, "pid": int, "exit_code": int,
+                       "counts": str}, pk="id")
+    db.table("leases").create({"job_name": str, "run_id": int, "host": str, "pid": int,
+                         "token": str, "heartbeat_at": float}, pk="job_name")
+    db.table("items").create({
+        "external_id": str, "job_name": str, "kind": str, "row": int, "fingerprint": str,
+        "step": str, "intent": str, "attempt": int, "provider_ref": str,
+        "quotation_id": int, "expires_at": str, "transaction_id": int, "source_currency": str,
+        "source_amount": str, "fee": str, "destination_currency": str,
+        "destination_amount": str, "status": str, "status_class": str, "status_message": str,
+        "outcome": str, "error_code": str, "error_message": str, "summary": str,
+        "created_at": str, "updated_at": str}, pk="external_id",
+        defaults={"step": "new", "attempt": 1, "outcome": "pending"})
+    db.table("items").create_index(["job_name", "outcome"])
+    db.table("attempts").create({
+        "id": int, "run_id": int, "external_id": str, "step": str, "request": str,
+        "started_at": str, "finished_at": str, "result": str, "http_status": int,
+        "code": str, "message": str}, pk="id")
+    db.table("attempts").create_index(["external_id"])
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaseHeld(StateError):
+    exit_code = 75
+
+
+class StateStore:
+    """Thread-safe: one connection, one lock, one committed transaction per change."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                   timeout=10)
+            self.db = Database(conn)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"{path}: cannot use the state database: {exc}") from None
+        self.path = path
+        self.lock = threading.RLock()
+        self.host = socket.gethostname()
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.conn.close()
+
+    # ------------------------------------------------------------ runs and lease
+    def start_run(self, job_name: str, job_file: str) -> int:
+        with self.lock, self.db.atomic():
+            table = self.db.table("runs")
+            table.insert({"job_name": job_name, "job_file": job_file, "started_at": now_iso(),
+                          "host": self.host, "pid": os.getpid()})
+            return int(table.last_pk or 0)
+
+    def end_run(self, run_id: int, exit_code: int, counts: dict[str, int]) -> None:
+        with self.lock, self.db.atomic():
+            self.db.table("runs").update(run_id, {"ended_at": now_iso(), "exit_code": exit_code,
+                                            "counts": json.dumps(counts)})
+
+    def acquire_lease(self, job_name: str, run_id: int) -> str:
+        """Take the job's lease, or raise LeaseHeld when a live run has it."""
+        token = uuid.uuid4().hex
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = list(self.db.table("leases").rows_where("job_name = ?", [job_name]))
+                if rows and self._alive(rows[0]):
+                    held = rows[0]
+                    raise LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
+                                    f"{held['host']} (run {held['run_id']}); try later")
+                self.db.table("leases").upsert({"job_name": job_name, "run_id": run_id,
+                                          "host": self.host, "pid": os.getpid(),
+                                          "token": token, "heartbeat_at": time.time()},
+                                         pk="job_name")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        return token
+
+    def _alive(self, lease: dict[str, Any]) -> bool:
+        if time.time() - lease["heartbeat_at"] > LEASE_TTL:
+            return False
+        if lease["host"] == self.host:
+            try:
+                os.kill(lease["pid"], 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+        return True
+
+    def heartbeat(self, job_name: str, token: str) -> None:
+        with self.lock, self.db.atomic():
+            self.db.execute("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
+                            [time.time(), job_name, token])
+
+    def release_lease(self, job_name: str, token: str) -> None:
+        with self.lock, self.db.atomic():
+            self.db.execute("DELETE FROM leases WHERE job_name = ? AND token = ?",
+                            [job_name, token])
+
+    # ------------------------------------------------------------ items
+    def item(self, external_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            rows = list(self.db.table("items").rows_where("external_id = ?", [external_id]))
+        return rows[0] if rows else None
+
+    def items(self, job_name: str) -> Iterator[dict[str, Any]]:
+        with self.lock:
+            rows = list(self.db.table("items").rows_where("job_name = ?", [job_name],
+                                                    order_by="row"))
+        return iter(rows)
+
+    def insert_item(self, values: dict[str, Any]) -> dict[str, Any]:
+        stamp = now_iso()
+        record = {"step": "new", "attempt": 1, "outcome": "pending", **values,
+                  "created_at": stamp, "updated_at": stamp}
+        with self.lock, self.db.atomic():
+            self.db.table("items").insert(record)
+        return record
+
+    def update_item(self, external_id: str, **values: Any) -> None:
+        with self.lock, self.db.atomic():
+            self.db.table("items").update(external_id, {**values, "updated_at": now_iso()})
+
+    # ------------------------------------------------------------ attempts (rule 2)
+    def begin_attempt(self, run_id: int, external_id: str, step: str,
+                      request: dict[str, Any]) -> int:
+        """Commit the intent before the call: the item is in doubt until ``end_attempt``."""
+        with self.lock, self.db.atomic():
+            table = self.db.table("attempts")
+            table.insert({"run_id": run_id, "external_id": external_id, "step": step,
+                          "request": json.dumps(request, default=str),
+                          "started_at": now_iso()})
+            self.db.table("items").update(external_id, {"intent": step, "updated_at": now_iso()})
+            return int(table.last_pk or 0)
+
+    def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
+                    http_status: int | None = None, code: str | None = None,
+                    message: str | None = None, resolved: bool = True,
+                    **item: Any) -> None:
+        """Commit the outcome; ``resolved`` False leaves the item in doubt (intent kept)."""
+        with self.lock, self.db.atomic():
+            self.db.table("attempts").update(attempt_id, {
+                "finished_at": now_iso(), "result": result, "http_status": http_status,
+                "code": code, "message": message})
+            values = {**item, "updated_at": now_iso()}
+            if resolved:
+                values["intent"] = None
+            self.db.table("items").update(external_id, values)
+
+    def attempts(self, external_id: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.db.table("attempts").rows_where("external_id = ?", [external_id],
+                                                       order_by="id"))
