@@ -98,13 +98,17 @@ def main() -> None:
     pass
 
 
+QUOTE = click.option("--quote", is_flag=True,
+                     help="Ask real quotations (dryrun- external_ids, never confirmed) for the "
+                          "true cost with fees.")
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                      show_default=True, help="Output of the checks.")
+
+
 @main.command()
 @job_argument
-@click.option("--quote", is_flag=True,
-              help="Ask real quotations (dryrun- external_ids, never confirmed) for the true "
-                   "cost with fees.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@QUOTE
+@FORMAT
 @state_option
 @reports_errors
 def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
@@ -117,6 +121,10 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     Example:
       runner validate jobs/payroll.yaml --quote
     """
+    _validate(job, quote, fmt, state)
+
+
+def _validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     from runner.job import load_job
     from runner.provider.connect import connect
     from runner.validation import validate_job
@@ -131,7 +139,7 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     sys.exit(0 if report.ok else 2)
 
 
-def _print_report(report: Any, fmt: str = "text") -> None:
+def _print_report(report: Any) -> None:
     for problem in report.problems:
         click.echo(str(problem))
     click.echo(report.closing_line())
@@ -227,30 +235,28 @@ def run_options(f: F) -> F:
 
 @main.command()
 @job_argument
-@click.option("--dry-run", is_flag=True, help="Validate only (as `runner validate`).")
+@click.option("--dry-run", is_flag=True, help="Check only, as `runner validate`; send nothing.")
+@QUOTE
+@FORMAT
 @run_options
 @reports_errors
-def run(job: Path, dry_run: bool, state: Path | None, concurrency: int | None, yes: bool,
-        allow_partial: bool, quiet: bool, verbose: bool) -> None:
+def run(job: Path, dry_run: bool, quote: bool, fmt: str, state: Path | None,
+        concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
+        verbose: bool) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
     nobody is paid twice. On a terminal it shows the plan and asks first (--yes skips).
+    --quote and --format go with --dry-run.
 
     \b
     Example:
       runner run jobs/payroll.yaml --yes
     """
     if dry_run:
-        from runner.job import load_job
-        from runner.provider.connect import connect
-        from runner.validation import validate_job
-
-        loaded = load_job(job)
-        with connect(loaded, state_dir_of(state)) as provider:
-            report = validate_job(loaded, provider)
-        _print_report(report)
-        sys.exit(0 if report.ok else 2)
+        _validate(job, quote, fmt, state)
+    if quote or fmt != "text":
+        raise click.UsageError("--quote and --format go with --dry-run")
     _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False)
 
 
