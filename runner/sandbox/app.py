@@ -17,7 +17,15 @@ from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
 
 from runner import __version__
-from runner.sandbox import admin, merchant_payment, money_transfer
+from runner.sandbox import (
+    accounts,
+    admin,
+    collection,
+    legacy,
+    merchant_payment,
+    money_transfer,
+    onboarding,
+)
 from runner.sandbox.auth import Authenticator
 from runner.sandbox.callbacks import CallbackQueue
 from runner.sandbox.clock import SandboxClock
@@ -77,6 +85,10 @@ def build_app(config: SandboxConfig, clock: SandboxClock | None = None) -> FastA
 
     app.include_router(money_transfer.router)
     app.include_router(merchant_payment.router)
+    app.include_router(collection.router)
+    app.include_router(accounts.router)
+    app.include_router(onboarding.router)
+    app.include_router(legacy.router)
     app.include_router(admin.router)
 
     @app.exception_handler(ApiError)

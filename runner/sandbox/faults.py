@@ -23,15 +23,20 @@ from runner.sandbox.config import FaultRule
 from runner.sandbox.errors import error_body
 
 GROUPS = ("ping", "discovery", "balances", "parties", "quotations", "create", "confirm",
-          "lookups")
+          "lookups", "payment_orders", "operations", "accounts", "onboarding", "legacy")
+COLLECTION = ("/v1/payment/", "/v1/account/", "/v1/onboarding/")
 
 
 def group_of(method: str, path: str) -> str | None:
     """The endpoint group of a provider call; None for paths outside the provider API."""
-    if path == "/ping":
+    if path in ("/ping", "/v1/payment/ping"):
         return "ping"
+    if path.startswith("/Rest/"):
+        return "legacy"
     if not path.startswith("/v1/"):
         return None
+    if path.startswith(COLLECTION):
+        return _collection_group(method, path)
     if method == "GET":
         if path.endswith("/balances"):
             return "balances"
@@ -47,6 +52,20 @@ def group_of(method: str, path: str) -> str | None:
     if "-party-" in path:
         return "parties"
     return "create"
+
+
+def _collection_group(method: str, path: str) -> str:
+    if method == "GET":
+        return "balances" if "/balances" in path or path.endswith("/entries") else "lookups"
+    if path.endswith("/quotations"):
+        return "quotations"
+    if path.endswith(("/charges", "/refunds", "/cancellations")):
+        return "operations"
+    if path.endswith("/payment-orders"):
+        return "payment_orders"
+    if path.startswith("/v1/onboarding/"):
+        return "onboarding"
+    return "accounts"
 
 
 def _setting(name: str, value: Any) -> float | int:

@@ -21,7 +21,13 @@ import simplejson
 from runner.sandbox import catalogue as cat
 from runner.sandbox.clock import SandboxClock
 
-TABLES = ("quotations", "transactions", "mquotations", "payments")
+TABLES = (
+    # money transfer and merchant payment services
+    "quotations", "transactions", "mquotations", "payments",
+    # collection service and the legacy Pay call
+    "cquotations", "payment_orders", "operations", "transfer_requests", "payout_requests",
+    "companies", "merchants", "accounts", "entries",
+)
 # Sandbox-clock times in ``meta``: floats, though the journal reads every number back exact.
 TIMES = ("due", "expires")
 
@@ -63,11 +69,17 @@ class Store:
         self._write("seq", table, self.seq[table])
         return self.seq[table]
 
-    def add(self, table: str, obj: dict[str, Any], meta: dict[str, Any]) -> None:
-        self.tables[table][obj["id"]] = obj
-        self.by_ext[table][obj["external_id"]] = obj["id"]
-        self.meta[table][obj["id"]] = meta
-        self.save(table, obj["id"])
+    def add(self, table: str, obj: dict[str, Any], meta: dict[str, Any], *,
+            rid: int | None = None, ext: str | None = None) -> None:
+        """Keep a new resource under its internal number ``rid`` (default: its ``id``) and
+        its external key ``ext`` (default: its ``external_id``, when it has one)."""
+        rid = obj["id"] if rid is None else rid
+        ext = obj.get("external_id") if ext is None else ext
+        self.tables[table][rid] = obj
+        if ext is not None:
+            self.by_ext[table][ext] = rid
+        self.meta[table][rid] = {**meta, "ext": ext}
+        self.save(table, rid)
 
     def get(self, table: str, ref: str) -> dict[str, Any] | None:
         """Find by numeric id or by ``ext-{external_id}``."""
@@ -146,7 +158,6 @@ class Store:
                     self.meta[kind[5:]][int(key)] = value
                 else:
                     self.tables[kind][int(key)] = value
-                    self.by_ext[kind][value["external_id"]] = int(key)
         # Drop what a crash left half written (and end the last line), so that the lines
         # appended from now on are not glued to it and lost at the next replay.
         with path.open("r+b") as f:
@@ -157,6 +168,9 @@ class Store:
                     f.write(b"\n")
         for table, metas in self.meta.items():
             for rid, meta in metas.items():
+                ext = meta.get("ext", self.tables[table].get(rid, {}).get("external_id"))
+                if ext is not None:
+                    self.by_ext[table][ext] = rid
                 if meta.get("due") is not None:
                     self.schedule_at(meta["due"], table, rid)
 
