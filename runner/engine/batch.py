@@ -37,7 +37,7 @@ from runner.errors import RunnerError
 from runner.job import Job, ValidItem
 from runner.job.money_transfer import RemittanceItem
 from runner.provider.connect import Provider
-from runner.state import LEASE_TTL, StateStore
+from runner.state import LEASE_TTL, LeaseHeld, StateStore
 from runner.validation import Report, validate_job
 
 log = logging.getLogger("runner")
@@ -99,7 +99,7 @@ def _entries(job: Job, provider: Provider, state: StateStore
                 "external_id": v.external_id, "job_name": job.name, "kind": job.kind,
                 "row": v.row, "fingerprint": fingerprint,
                 "summary": _json(summary_of(v.item))})
-        elif record["fingerprint"] != fingerprint:
+        elif record["fingerprint"] != fingerprint and record["step"] != "final":
             if record["step"] == "new" and not record["intent"]:
                 state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
                 record["fingerprint"] = fingerprint
@@ -124,7 +124,11 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
     state = StateStore(options.state_path)
     try:
         run_id = state.start_run(job.name, str(job.path))
-        token = state.acquire_lease(job.name, run_id)
+        try:
+            token = state.acquire_lease(job.name, run_id)
+        except LeaseHeld as held:
+            state.end_run(run_id, held.exit_code, {})
+            raise
         beat = _Heartbeat(state, job.name, token)
         try:
             result = _run(job, provider, options, state, run_id)
@@ -158,18 +162,27 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
         if not options.confirm_only:
             phase.run("prepare", flow.prepare,
                       [e for e in todo if e.record["step"] in ("new", "quoted")])
-        ready = [e for e in todo if e.record["step"] == "created"
+        # A confirm in doubt may have moved money already: learn its fate before counting
+        # costs for the pre-flight or leaving it for `runner confirm`.
+        phase.run("look up", flow.settle_doubt,
+                  [e for e in todo if e.record.get("intent") == "confirm"])
+        ready = [e for e in todo if e.record["step"] == "created" and not e.record.get("intent")
                  and e.record["outcome"] in ("pending", "failed", "awaiting_confirm")]
         if not confirm:
             for e in ready:
                 flow.update(e, outcome="awaiting_confirm")
         elif ready and not options.stop.is_set() and not problems:
-            short = _preflight(flow, ready)
-            if short and not options.allow_partial:
-                return _finish(entries, report, refused, 1,
-                               f"{short}: nothing was confirmed (--allow-partial "
-                               f"confirms what the balance covers)")
-            phase.run("confirm", flow.confirm, ready)
+            try:
+                short = _preflight(flow, ready)
+            except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
+                log.error("provider unreachable: %s", exc)
+                problems.append("provider unreachable")
+            else:
+                if short and not options.allow_partial:
+                    return _finish(entries, report, refused, 1,
+                                   f"{short}: nothing was confirmed (--allow-partial "
+                                   f"confirms what the balance covers)")
+                phase.run("confirm", flow.confirm, ready)
         _poll(flow, phase, entries, options, float(job.run.wait_for_final))
     if "provider unreachable" in problems:
         return _finish(entries, report, refused, 75, "the provider is unreachable; "

@@ -46,12 +46,15 @@ class RetryPolicy:
 
     def call(self, fn: Callable[[], T], idempotent: bool) -> T:
         """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""
+        backoff = tenacity.wait_exponential(multiplier=self.first_wait, max=self.max_wait) \
+            + tenacity.wait_random(0, self.first_wait)
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(
                 lambda e: decide(e, idempotent) is Decision.RETRY),
             stop=tenacity.stop_after_attempt(self.attempts),
-            wait=tenacity.wait_exponential(multiplier=self.first_wait, max=self.max_wait)
-            + tenacity.wait_random(0, self.first_wait),
+            # The jitter is added after the exponential's cap: cap the sum, so that no wait
+            # is ever longer than max_wait.
+            wait=lambda state: min(backoff(state), self.max_wait),
             sleep=self.sleep,
             reraise=True,
         )

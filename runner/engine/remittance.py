@@ -82,6 +82,11 @@ def summary_of(item: RemittanceItem) -> dict[str, Any]:
             "identifier": {k: mask(v) for k, v in ident.items()}}
 
 
+def _given(fields: dict[str, Any] | None) -> dict[str, Any]:
+    """The fields that have a value (to compare who is paid, whatever shows the empty)."""
+    return {k: v for k, v in (fields or {}).items() if v is not None}
+
+
 def mask(value: str) -> str:
     return "*" * max(0, len(value) - 4) + value[-4:]
 
@@ -198,8 +203,8 @@ class RemittanceFlow:
         else:
             same = same and Decimal(quotation["destination"]["amount"]) == \
                 item.destination.amount
-        if not same:
-            self.update(entry, outcome="conflict", error_code="conflict",
+        if not same:  # the doubt is over: what the provider holds is known, and not ours
+            self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                          error_message=f"quotation {entry.ref} at the provider does not match "
                                        f"this item")
             raise Conflict(entry.external_id)
@@ -237,8 +242,9 @@ class RemittanceFlow:
             self._fail(entry, exc)
             return False
         if txn["external_id"] != ref or Decimal(txn["source"]["amount"]) != Decimal(
-                entry.record["source_amount"]):
-            self.update(entry, outcome="conflict", error_code="conflict",
+                entry.record["source_amount"]) or _given(txn["credit_party_identifier"]) != \
+                _given(entry.item.credit_party_identifier.model_dump()):
+            self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                          error_message=f"transaction {ref} at the provider does not match")
             raise Conflict(entry.external_id)
         self._status(entry, txn, step="created")
@@ -296,6 +302,17 @@ class RemittanceFlow:
                 return False
         self._status(entry, txn, step="confirmed")
         return False
+
+    def settle_doubt(self, entry: Entry) -> None:
+        """Resolve a confirm whose answer was lost, by lookup, without confirming anything:
+        confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
+        if entry.record.get("intent") != "confirm":
+            return
+        txn = self.read(lambda: self.client.find_transaction(entry.ref))
+        if txn is not None and txn["status"] != "10000":
+            self._status(entry, txn, step="confirmed")
+        elif txn is not None:
+            self.update(entry, intent=None)
 
     def _confirmed_or_none(self, ref: str) -> Any | None:
         """A lost confirm is resolved by the transaction's status: still CREATED means the

@@ -1,0 +1,181 @@
+"""Helpers for the engine tests: remittance jobs against a loopback sandbox, runs of the
+library and of the command line, and what the provider (not the runner) says was paid.
+
+Every count of money moved is read at the sandbox: its transactions, which of them were
+confirmed (its ``meta``), its balances over HTTP, and its request log.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+from conftest import KEY, SECRET, Admin, Api, body
+
+from runner.cli import main
+from runner.engine import RunOptions, RunResult, run_job
+from runner.job import load_job
+from runner.provider.connect import connect
+from runner.sandbox import RunningSandbox
+from runner.state import StateStore
+
+JOB = """\
+version: 1
+name: {name}
+kind: remittance
+provider:
+  base_url: {url}
+  auth: hmac
+  api_key: {key}
+  api_secret: {secret}
+  timeout: {timeout}
+defaults:
+  payer_id: 1
+  mode: SOURCE_AMOUNT
+  source: {{country_iso_code: FRA, currency: EUR}}
+  purpose_of_remittance: SALARY
+  sender: {{firstname: Ada, lastname: Acme}}
+items:
+  from: {rows_file}
+  external_id: "{prefix}-{{{{ row.id }}}}"
+  template:
+    payer_id: "{{{{ row.payer }}}}"
+    source: {{amount: "{{{{ row.amount }}}}"}}
+    destination: {{currency: KES}}
+    credit_party_identifier: {{msisdn: "{{{{ row.msisdn }}}}"}}
+    beneficiary: {{firstname: Jo, lastname: Doe}}
+run:
+  concurrency: {concurrency}
+  confirm: {confirm}
+  wait_for_final: 2s
+  retry: {{attempts: 3, max_wait: {max_wait}}}
+"""
+HEADER = "id,payer,amount,msisdn\n"
+# Three ordinary items of payer 1 (fee 1.50 each): cost 11.50 + 21.50 + 31.50 = 64.50 EUR.
+ROWS = ("a,1,10.00,+254700000001\n"
+        "b,1,20.00,+254700000002\n"
+        "c,1,30.00,+254700000003\n")
+MT = "/v1/money-transfer"
+
+
+def tiny_sleep(seconds: float) -> None:
+    """What the engine's waits become in tests: a token real pause (the poll loop spins on
+    the sandbox's tick), never the seconds asked."""
+    time.sleep(min(seconds, 0.01))
+
+
+def write_job(folder: Path, sandbox: RunningSandbox | str, rows: str = ROWS, *,
+              name: str = "pay-2026-11", prefix: str = "pay", confirm: bool = True,
+              timeout: str = "5s", concurrency: int = 2, max_wait: str = "1s",
+              file: str = "job.yaml",
+              rows_file: str = "rows.csv") -> Path:
+    """A remittance job for ``sandbox`` (or a base URL) over ``rows``; its path."""
+    (folder / rows_file).write_text(HEADER + rows, encoding="utf-8")
+    path = folder / file
+    url = sandbox if isinstance(sandbox, str) else sandbox.url
+    path.write_text(JOB.format(name=name, url=url, key=KEY, secret=SECRET,
+                               timeout=timeout, prefix=prefix, rows_file=rows_file,
+                               confirm=str(confirm).lower(), concurrency=concurrency,
+                               max_wait=max_wait),
+                    encoding="utf-8")
+    return path
+
+
+def run(job_path: Path, state: Path, **options: Any) -> RunResult:
+    """One run of the library, as `runner run` makes it, with the waits shrunk."""
+    job = load_job(job_path)
+    options.setdefault("sleep", tiny_sleep)
+    with connect(job, state.parent) as provider:
+        return run_job(job, provider, RunOptions(state_path=state, **options))
+
+
+def cli(*args: str) -> Result:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), \
+        result.exc_info
+    assert "Traceback" not in result.output
+    return result
+
+
+def out_lines(result: Result) -> list[str]:
+    return result.stdout.splitlines()
+
+
+def err_lines(result: Result) -> list[str]:
+    """stderr without the log lines (timestamped) of the run."""
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (INFO|WARNING|ERROR|DEBUG) ")
+    return [line for line in result.stderr.splitlines() if not stamp.match(line)]
+
+
+# ---------------------------------------------------------------- what the provider holds
+def base_of(external_id: str) -> str:
+    return re.sub(r"-r\d+$", "", external_id)
+
+
+def transactions(sandbox: RunningSandbox) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    store = sandbox.state.store
+    with store.lock:
+        return [(t["external_id"], dict(t), dict(store.meta["transactions"][rid]))
+                for rid, t in sorted(store.tables["transactions"].items())]
+
+
+def created(sandbox: RunningSandbox) -> Counter[str]:
+    """Transactions at the provider per item (an item's -rN attempts count for it)."""
+    return Counter(base_of(e) for e, _, _ in transactions(sandbox))
+
+
+def confirmed(sandbox: RunningSandbox) -> Counter[str]:
+    """Confirmed transactions at the provider per item: exactly once means 1 each."""
+    return Counter(base_of(e) for e, _, m in transactions(sandbox) if m.get("confirmed"))
+
+
+def confirmed_ids(sandbox: RunningSandbox) -> list[str]:
+    return sorted(e for e, _, m in transactions(sandbox) if m.get("confirmed"))
+
+
+def quotations(sandbox: RunningSandbox) -> list[str]:
+    store = sandbox.state.store
+    with store.lock:
+        return sorted(q["external_id"] for q in store.tables["quotations"].values())
+
+
+def cost_confirmed(sandbox: RunningSandbox, status_class: str | None = "7") -> Decimal:
+    """sent_amount + fee of the confirmed transactions (of one status class, by default
+    COMPLETED: those whose money has left the balance)."""
+    return sum((t["sent_amount"]["amount"] + t["fee"]["amount"]
+                for _, t, m in transactions(sandbox)
+                if m.get("confirmed") and (status_class is None
+                                           or str(t["status_class"]) == status_class)),
+               Decimal(0))
+
+
+def eur(sandbox: RunningSandbox) -> dict[str, Decimal]:
+    """The EUR balance as the provider's API shows it."""
+    answer = Api(sandbox.url, (KEY, SECRET)).get(MT + "/balances")
+    assert answer.status_code == 200, answer.text
+    found = [b for b in body(answer) if b["currency"] == "EUR"]
+    return {"balance": found[0]["balance"], "available": found[0]["available_balance"]}
+
+
+def posts(admin: Admin) -> Counter[str]:
+    counts = admin.requests()["counts"]
+    return Counter({k: v for k, v in counts.items() if k.startswith("POST")})
+
+
+def items(state: Path, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any]]:
+    store = StateStore(state)
+    try:
+        return {r["external_id"]: r for r in store.items(job_name)}
+    finally:
+        store.close()
+
+
+def outcomes(state: Path, job_name: str = "pay-2026-11") -> dict[str, str]:
+    return {e: "in_doubt" if r["intent"] else r["outcome"]
+            for e, r in items(state, job_name).items()}
+
