@@ -8,6 +8,8 @@ Exit codes:
   0   every item settled well
   1   some items failed, were refused or are unknown
   2   usage error or invalid job file (nothing was sent)
+  3   items handled, but the summary email could not be sent (or the summary not
+      made); the summary is under the state folder's reports/ (a worse code wins)
   75  another run holds the job's lease, or the provider is unreachable (try later)
 """
 
@@ -22,7 +24,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import simplejson
@@ -31,6 +33,11 @@ from runner import __version__
 from runner.errors import JobErrors, RunnerError
 from runner.job.cli import schema
 from runner.sandbox.cli import sandbox
+
+if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
+    from runner.engine import RunResult
+    from runner.job import Job
+    from runner.summary import Templates
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_STATE_DIR = Path("state")
@@ -127,9 +134,11 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
 def _validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     from runner.job import load_job
     from runner.provider.connect import connect
+    from runner.summary import check_summary
     from runner.validation import validate_job
 
     loaded = load_job(job)
+    check_summary(loaded)
     with connect(loaded, state_dir_of(state)) as provider:
         report = validate_job(loaded, provider, quote=quote)
     if fmt == "json":
@@ -162,9 +171,11 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     from runner.outcome import Outcome
     from runner.provider.connect import connect
     from runner.state import StateStore
+    from runner.summary import check_summary
 
     _logging(quiet, verbose)
     loaded = load_job(job)
+    templates = check_summary(loaded)  # a broken summary template stops us before money moves
     state_path = state_path_of(state)
     tty = sys.stdin.isatty() and sys.stderr.isatty()
     options = RunOptions(state_path, concurrency=concurrency, allow_partial=allow_partial,
@@ -195,7 +206,24 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
         click.echo(f"  refused {external_id}: {why}")
     if result.message:
         click.echo(result.message, err=True)
-    sys.exit(result.exit_code)
+    sys.exit(_summarize(loaded, templates, state, result))
+
+
+def _summarize(loaded: Job, templates: Templates, state: Path | None, result: RunResult
+               ) -> int:
+    """Write (and email) the run's summary; the exit code, 3 only when the run's was 0."""
+    from runner.summary import conclude
+
+    try:
+        delivery = conclude(loaded, templates, state_path_of(state),
+                            state_dir_of(state) / "reports", refused=result.refused,
+                            notes=[result.message])
+    except RunnerError as error:
+        click.echo(f"error: the summary: {error}", err=True)
+        return result.exit_code or error.exit_code
+    if delivery.error is not None:  # already logged, with where the summary is
+        return result.exit_code or delivery.error.exit_code
+    return result.exit_code
 
 
 def _ask(plan: dict[str, Any]) -> bool:
@@ -300,6 +328,50 @@ def status(job: Path, state: Path | None) -> None:
         store.close()
     for line in outcome.lines():
         click.echo(line)
+
+
+@main.command()
+@job_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "html", "json", "csv"]),
+              default="text", show_default=True, help="text and html use the job's templates; "
+              "csv lists every item.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file instead of stdout.")
+@click.option("--email", is_flag=True,
+              help="Also email the summary now, as the job's summary.email says (whatever "
+                   "its `send`).")
+@state_option
+@reports_errors
+def report(job: Path, fmt: str, output: Path | None, email: bool, state: Path | None) -> None:
+    """The summary of JOB, from the state database, at any time (during a run too).
+
+    How many were paid and what it cost per currency, what failed with the provider's code
+    and message, what needs a person and what to check, what is still pending; --format csv
+    lists every item. Nothing is sent to the provider. After each run the same summary is
+    written under the state folder's reports/ (and emailed when the job says so).
+
+    \b
+    Example:
+      runner report jobs/payroll.yaml --format html --output payroll.html
+    """
+    from runner.job import load_job
+    from runner.summary import check_summary, email_summary, load_summary, render_all
+
+    loaded = load_job(job)
+    if email and (loaded.summary is None or loaded.summary.email is None):
+        raise click.UsageError(f"{job} has no summary.email to send with")
+    templates = check_summary(loaded)
+    rendered = render_all(load_summary(loaded, state_path_of(state)), templates)
+    content = {"text": rendered.text, "html": rendered.html, "csv": rendered.csv,
+               "json": simplejson.dumps(rendered.summary.as_dict(), indent=2, use_decimal=True)
+               + "\n"}[fmt]
+    if output is None:
+        click.echo(content, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(content, encoding="utf-8", newline="")
+    if email:
+        click.echo(f"emailed to {', '.join(email_summary(loaded, rendered))}", err=True)
 
 
 main.add_command(sandbox)

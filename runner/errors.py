@@ -7,6 +7,9 @@
     │                           file, row, field, message -> "FILE:ROW: FIELD: message"
     ├── JobErrors               exit_code 2; every problem found, one JobError per line
     ├── StateError              the state database (lease, schema, corruption)
+    ├── SummaryError            exit_code 3; the summary could not be rendered, written
+    │   │                       or emailed (the items' state is safe; see runner.summary)
+    │   └── EmailNotSent        the mail server could not be reached or refused the message
     └── ProviderError           the provider's answers; its subtree lives in
                                 runner/provider/errors.py
 
@@ -85,6 +88,20 @@ class JobErrors(RunnerError):
 
 class StateError(RunnerError):
     """The state database cannot be used as asked (lease held, bad schema, corrupt file)."""
+
+
+class SummaryError(RunnerError):
+    """The summary of a run could not be made or delivered; the items are not affected.
+
+    Exit code 3 only when nothing worse happened: the command line keeps a run's own
+    non-zero code (1, 2, 75) when there is one.
+    """
+
+    exit_code = 3
+
+
+class EmailNotSent(SummaryError):
+    """The summary email did not go out: server unreachable, login refused, message refused."""
 
 
 class ProviderError(RunnerError):

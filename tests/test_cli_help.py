@@ -32,5 +32,6 @@ def test_top_level_help_lists_exit_codes() -> None:
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
     for line in ("0   every item settled well", "2   usage error or invalid job file",
+                 "3   items handled, but the summary email could not be sent",
                  "75  another run holds the job's lease"):
         assert line in result.output

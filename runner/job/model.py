@@ -157,23 +157,70 @@ EmailAddress = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]
 
 
 class Smtp(JobModel):
-    host: str
-    port: int = Field(default=587, ge=1, le=65535)
-    starttls: bool = True
-    username: str | None = None
-    password: SecretStr | None = None
+    """The mail server. Its certificate is always verified; plain SMTP is for this machine
+    only (a local mail transfer agent), so neither a login nor the summary crosses a network
+    in the clear."""
+
+    host: str = Field(min_length=1)
+    port: int = Field(default=587, ge=1, le=65535,
+                      description="587 for STARTTLS, 465 for implicit TLS, 25 for plain SMTP")
+    starttls: bool | None = Field(
+        default=None, description="upgrade the connection with STARTTLS (the default, "
+        "unless implicit_tls)")
+    implicit_tls: bool = Field(default=False,
+                               description="TLS from the first byte (SMTPS, usually port 465)")
+    ca_file: str | None = Field(
+        default=None, description="PEM file of the authorities trusted for the server's "
+        "certificate, relative to the job file (default: the system's, or $SSL_CERT_FILE)")
+    username: str | None = Field(default=None, description="login; absent or empty: none")
+    password: SecretStr | None = Field(default=None, description="from the environment: "
+                                       '"${SMTP_PASSWORD}"')
+    timeout: Duration = Field(default=parse_duration("30s"), description="per SMTP command")
+
+    @property
+    def tls(self) -> Literal["starttls", "implicit", "none"]:
+        if self.implicit_tls:
+            return "implicit"
+        return "none" if self.starttls is False else "starttls"
+
+    @model_validator(mode="after")
+    def _encrypted_off_this_machine(self) -> Self:
+        if self.implicit_tls and self.starttls:
+            raise FieldProblem("starttls", "implicit_tls already encrypts the connection; "
+                               "set only one of them")
+        if self.tls == "none" and not _is_loopback(self.host):
+            raise FieldProblem("starttls", f"plain SMTP to {self.host} would send the summary "
+                               "in the clear; use starttls or implicit_tls (plain SMTP is "
+                               "for a mail server on this machine only)")
+        return self
 
 
 class Email(JobModel):
     to: list[EmailAddress] = Field(min_length=1)
+    cc: list[EmailAddress] = Field(default_factory=list)
     from_: EmailAddress = Field(alias="from")
-    subject: str | None = None
+    subject: str | None = Field(
+        default=None, description="Jinja template over summary and vars; default "
+        'like "payroll-2026-11: 248 paid, 2 failed, 1 needs review"')
+    send: Literal["always", "problems", "never"] = Field(
+        default="always", description="after each run: always; problems: only when an item "
+        "failed, was refused or invalid, needs a person, or the run did not end well; never")
     smtp: Smtp
 
 
 class Summary(JobModel):
-    template: str | None = Field(default=None, description="Jinja summary template")
+    template: str | None = Field(
+        default=None, description="a .html.j2 or .txt.j2 Jinja template, relative to the job "
+        "file; its sibling of the other kind is used when there is one, and the built-in "
+        "templates for what is missing")
     email: Email | None = None
+
+    @field_validator("template")
+    @classmethod
+    def _template_kind(cls, value: str | None) -> str | None:
+        if value is not None and not value.endswith((".html.j2", ".txt.j2")):
+            raise ValueError(f"{value!r}: name a .html.j2 or .txt.j2 template")
+        return value
 
 
 class Job(JobModel):

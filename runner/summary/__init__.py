@@ -1,0 +1,32 @@
+"""Summaries of a job: what it came to, from the state database, as text, HTML, JSON and
+CSV, written under the state folder's ``reports/`` and emailed (DESIGN.md, "summary:").
+
+``model`` builds the ``Summary``; ``render`` runs the Jinja templates (the job's, then the
+built-in ones in ``templates/``); ``items_csv`` writes the full list; ``mail`` sends it;
+``reports`` ties them together for the end of a run and for ``runner report``.
+"""
+
+from runner.summary.model import Summary, build_summary
+from runner.summary.render import Templates, check_summary, templates_of
+from runner.summary.reports import (
+    Delivery,
+    Rendered,
+    conclude,
+    email_summary,
+    load_summary,
+    render_all,
+)
+
+__all__ = [
+    "Delivery",
+    "Rendered",
+    "Summary",
+    "Templates",
+    "build_summary",
+    "check_summary",
+    "conclude",
+    "email_summary",
+    "load_summary",
+    "render_all",
+    "templates_of",
+]

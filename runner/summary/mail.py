@@ -1,0 +1,100 @@
+"""The summary by email through smtplib: the text and HTML parts as alternatives of one
+message, the full CSV attached.
+
+STARTTLS (the default), implicit TLS, or plain SMTP to a server on this machine (the job
+model refuses plain SMTP elsewhere). The server's certificate is always verified, against
+the system's authorities (which honour $SSL_CERT_FILE) or the job's ``smtp.ca_file``; there
+is no switch to turn verification off. The login comes from the job's ``${SMTP_USER}`` /
+``${SMTP_PASSWORD}`` references and is never written anywhere, messages included.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+
+from runner.errors import EmailNotSent
+from runner.job.model import Email, Smtp
+from runner.summary.model import Summary
+
+log = logging.getLogger("runner")
+
+
+def should_send(email: Email, summary: Summary) -> bool:
+    return email.send == "always" or (email.send == "problems" and summary.problems)
+
+
+def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
+            csv_text: str, csv_name: str) -> EmailMessage:
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = email.from_
+    message["To"] = ", ".join(email.to)
+    if email.cc:
+        message["Cc"] = ", ".join(email.cc)
+    message["Date"] = format_datetime(summary.generated_at)
+    message["Message-ID"] = make_msgid(domain=email.from_.rpartition("@")[2])
+    message.set_content(text)
+    message.add_alternative(html, subtype="html")
+    message.add_attachment(csv_text, subtype="csv", filename=csv_name)
+    return message
+
+
+def send(message: EmailMessage, smtp: Smtp, base: Path) -> list[str]:
+    """Send ``message`` to its To and Cc; the recipients, or EmailNotSent saying why."""
+    where = f"{smtp.host}:{smtp.port}"
+    recipients = [a.strip() for h in ("To", "Cc") for a in (message[h] or "").split(",")
+                  if a.strip()]
+    try:
+        context = _tls_context(smtp, base)
+        client: smtplib.SMTP
+        if smtp.tls == "implicit":
+            client = smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=float(smtp.timeout),
+                                      context=context)
+        else:
+            client = smtplib.SMTP(smtp.host, smtp.port, timeout=float(smtp.timeout))
+        with client:
+            if smtp.tls == "starttls":
+                client.starttls(context=context)
+            if smtp.username:
+                password = smtp.password.get_secret_value() if smtp.password else ""
+                client.login(smtp.username, password)
+            refused = client.send_message(message, to_addrs=recipients)
+    except smtplib.SMTPAuthenticationError as exc:
+        raise EmailNotSent(f"the mail server {where} refused the login of {smtp.username}: "
+                           f"{exc.smtp_code} {_text(exc.smtp_error)}") from None
+    except smtplib.SMTPRecipientsRefused as exc:
+        raise EmailNotSent(f"the mail server {where} refused every recipient: "
+                           f"{_refusals(exc.recipients)}") from None
+    except smtplib.SMTPResponseException as exc:
+        raise EmailNotSent(f"the mail server {where} answered {exc.smtp_code} "
+                           f"{_text(exc.smtp_error)}") from None
+    except (smtplib.SMTPException, OSError) as exc:
+        raise EmailNotSent(f"cannot send through the mail server {where}: "
+                           f"{exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
+                           ) from None
+    if refused:
+        raise EmailNotSent(f"the mail server {where} refused some recipients: "
+                           f"{_refusals(refused)}")
+    log.info("summary emailed to %s", ", ".join(recipients))
+    return recipients
+
+
+def _tls_context(smtp: Smtp, base: Path) -> ssl.SSLContext | None:
+    if smtp.tls == "none":
+        return None
+    ca_file = None if smtp.ca_file is None else base / smtp.ca_file
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def _text(error: bytes | str) -> str:
+    return error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
+
+
+def _refusals(refused: dict[str, tuple[int, bytes]]) -> str:
+    return "; ".join(f"{address} ({code} {_text(why)})" for address, (code, why)
+                     in sorted(refused.items()))

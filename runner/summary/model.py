@@ -1,0 +1,287 @@
+"""What a job came to, read from the state database: the one object every report renders.
+
+``Summary`` answers finance's questions after a run: who was paid, what it cost (per
+currency), what failed and why (the provider's code and message), what needs a person and
+what to check, and what is still pending. It is built from the ``runs``, ``leases`` and
+``items`` tables only (read, never written), so ``runner report`` can build it at any time.
+
+Nothing secret reaches it: beneficiaries come from the items' ``summary`` column (names and
+masked identifiers), and every text taken from the provider is scrubbed of the job's
+credentials and of anything shaped like a card number (``scrub``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from runner.outcome import NEEDS_PERSON, state_of
+from runner.state import LEASE_TTL, StateStore
+
+STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
+          "conflict", "unknown", "in_doubt")
+PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
+REVIEW = ("conflict", "unknown", "in_doubt")
+_CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+
+
+@dataclass(frozen=True)
+class ItemLine:
+    """One item as reports show it; amounts are None until the provider quoted them."""
+
+    external_id: str
+    row: int
+    state: str
+    beneficiary: str
+    identifier: str
+    payer_id: int | None
+    step: str
+    status: str
+    source_currency: str
+    source_amount: Decimal | None
+    fee: Decimal | None
+    destination_currency: str
+    destination_amount: Decimal | None
+    transaction_id: int | None
+    code: str
+    message: str
+    check: str  # what a person should look at, or ""
+
+
+@dataclass(frozen=True)
+class CurrencyTotal:
+    """Settled items only: sent and fees in a source currency, received in a destination."""
+
+    currency: str
+    sent: Decimal = Decimal(0)
+    fees: Decimal = Decimal(0)
+    received: Decimal = Decimal(0)
+
+    @property
+    def cost(self) -> Decimal:
+        return self.sent + self.fees
+
+
+@dataclass(frozen=True)
+class RunTimes:
+    id: int
+    started_at: datetime
+    ended_at: datetime | None
+    exit_code: int | None
+    state: str  # ended, running, interrupted
+
+    @property
+    def duration(self) -> timedelta | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+@dataclass
+class Summary:
+    job: str
+    run: RunTimes | None
+    items: list[ItemLine]
+    totals: list[CurrencyTotal]
+    counts: dict[str, int]
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    csv_path: str | None = None
+    generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def _of(self, *states: str) -> list[ItemLine]:
+        return [i for i in self.items if i.state in states]
+
+    @property
+    def failed(self) -> list[ItemLine]:
+        return self._of("failed", "refused")
+
+    @property
+    def needs_person(self) -> list[ItemLine]:
+        return self._of(*REVIEW)
+
+    @property
+    def pending(self) -> list[ItemLine]:
+        return self._of("pending")
+
+    @property
+    def awaiting_confirm(self) -> list[ItemLine]:
+        return self._of("awaiting_confirm")
+
+    @property
+    def problems(self) -> bool:
+        """Anything a person should hear about: what makes a run exit non-zero."""
+        bad_run = self.run is not None and self.run.exit_code not in (None, 0)
+        return bad_run or any(self.counts.get(k) for k in PROBLEMS)
+
+    @property
+    def headline(self) -> str:
+        """``payroll-2026-11: 248 paid, 2 failed, 1 needs review``: the default subject."""
+        c = self.counts
+        review = sum(c.get(k, 0) for k in REVIEW)
+        parts = [f"{c.get('settled', 0)} paid"]
+        parts += [f"{c[k]} {k}" for k in ("failed", "refused", "invalid") if c.get(k)]
+        if review:
+            parts.append(f"{review} {'needs' if review == 1 else 'need'} review")
+        if c.get("pending"):
+            parts.append(f"{c['pending']} pending")
+        if c.get("awaiting_confirm"):
+            parts.append(f"{c['awaiting_confirm']} awaiting confirmation")
+        return f"{self.job}: {', '.join(parts)}"
+
+    def as_dict(self) -> dict[str, Any]:
+        run = None
+        if self.run is not None:
+            duration = self.run.duration
+            run = {"id": self.run.id, "state": self.run.state,
+                   "started_at": _iso(self.run.started_at), "ended_at": _iso(self.run.ended_at),
+                   "duration_seconds": None if duration is None else duration.total_seconds(),
+                   "exit_code": self.run.exit_code}
+        return {
+            "job": self.job, "headline": self.headline, "generated_at": _iso(self.generated_at),
+            "run": run, "counts": {**{k: 0 for k in STATES}, **self.counts},
+            "totals": [{"currency": t.currency, "sent": t.sent, "fees": t.fees,
+                        "received": t.received} for t in self.totals],
+            "failed": [asdict(i) for i in self.failed],
+            "needs_person": [asdict(i) for i in self.needs_person],
+            "pending": [asdict(i) for i in self.pending],
+            "awaiting_confirm": [asdict(i) for i in self.awaiting_confirm],
+            "refused": [{"external_id": e, "why": w} for e, w in self.refused],
+            "notes": self.notes, "csv": self.csv_path, "items": len(self.items)}
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat().replace("+00:00", "Z")
+
+
+def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = (),
+                  refused: Iterable[tuple[str, str]] = (),
+                  notes: Iterable[str] = ()) -> Summary:
+    """The summary of ``job_name`` as the state database holds it now.
+
+    ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
+    ``notes`` are what only the run that just ended knows (rule 7 refusals, its message)."""
+    clean = _Scrubber(secrets)
+    items = [_item(r, clean) for r in store.items(job_name)]
+    run = _latest_run(store, job_name)
+    counts = {k: 0 for k in STATES}
+    for i in items:
+        counts[i.state] = counts.get(i.state, 0) + 1
+    # Refused (rule 7) and invalid items never reach this job's rows: the run counted them.
+    for key in ("refused", "invalid"):
+        if not counts[key] and run:
+            counts[key] = int(run[1].get(key, 0))
+    return Summary(job_name, run[0] if run else None, items, _totals(items),
+                   {k: n for k, n in counts.items() if n},
+                   [(e, clean(w)) for e, w in refused], [clean(n) for n in notes if n])
+
+
+def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
+    sums: dict[str, dict[str, Decimal]] = {}
+    for i in items:
+        if i.state != "settled":
+            continue
+        if i.source_currency and i.source_amount is not None:
+            src = sums.setdefault(i.source_currency, {})
+            src["sent"] = src.get("sent", Decimal(0)) + i.source_amount
+            src["fees"] = src.get("fees", Decimal(0)) + (i.fee or Decimal(0))
+        if i.destination_currency and i.destination_amount is not None:
+            dst = sums.setdefault(i.destination_currency, {})
+            dst["received"] = dst.get("received", Decimal(0)) + i.destination_amount
+    return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
+
+
+def _item(r: dict[str, Any], clean: _Scrubber) -> ItemLine:
+    who = json.loads(r["summary"] or "{}")
+    ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
+    state = state_of(r)
+    return ItemLine(
+        external_id=r["external_id"], row=r["row"], state=state,
+        beneficiary=clean(who.get("beneficiary") or ""), identifier=clean(ident),
+        payer_id=who.get("payer_id"), step=r["step"] or "", status=r["status"] or "",
+        source_currency=r["source_currency"] or "", source_amount=_amount(r["source_amount"]),
+        fee=_amount(r["fee"]), destination_currency=r["destination_currency"] or "",
+        destination_amount=_amount(r["destination_amount"]),
+        transaction_id=r["transaction_id"], code=clean(r["error_code"] or ""),
+        message=clean(r["error_message"] or r["status_message"] or ""),
+        check=clean(_check(r, state)))
+
+
+def _amount(value: Any) -> Decimal | None:
+    return None if value in (None, "") else Decimal(str(value))
+
+
+def _check(r: dict[str, Any], state: str) -> str:
+    attempt = int(r["attempt"] or 1)
+    ref = r["external_id"] if attempt == 1 else f"{r['external_id']}-r{attempt}"
+    if state == "in_doubt":
+        return (f"the {r['intent']} call was sent and its answer lost: look up the transaction "
+                f"with external_id {ref} at the provider; the next run does this itself "
+                f"before sending anything")
+    if state in NEEDS_PERSON:
+        return str(r["error_message"] or NEEDS_PERSON[state])
+    if state == "pending" and r["step"] == "confirmed":
+        return (f"confirmed, status {r['status'] or 'unknown'}: not final yet; the next run "
+                f"follows it")
+    if state == "pending":
+        return f"not confirmed yet (stopped at {r['step']}); the next run continues it"
+    if state == "awaiting_confirm":
+        return "created, not confirmed: `runner confirm` sends it"
+    return ""
+
+
+def _latest_run(store: StateStore, job_name: str) -> tuple[RunTimes, dict[str, int]] | None:
+    """The run in progress (the lease holder) if any, else the latest that ended, else the
+    latest started (a second start refused by the lease leaves a run row with no end)."""
+    with store.lock:
+        lease = store.db.execute("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
+                                 [job_name]).fetchone()
+        rows = store.db.execute(
+            "SELECT id, started_at, ended_at, exit_code, counts FROM runs WHERE job_name = ? "
+            "ORDER BY ended_at IS NULL, id DESC", [job_name]).fetchall()
+    chosen = next((r for r in rows if lease and r[0] == lease[0]), rows[0] if rows else None)
+    if chosen is None:
+        return None
+    run_id, started, ended, code, counts = chosen
+    state = "ended"
+    if ended is None:
+        live = lease is not None and lease[0] == run_id and \
+            datetime.now(UTC).timestamp() - lease[1] < LEASE_TTL
+        state = "running" if live else "interrupted"
+    return (RunTimes(run_id, _when(started), _when(ended) if ended else None, code, state),
+            json.loads(counts or "{}"))
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class _Scrubber:
+    """Blanks the job's secrets and masks card-shaped numbers (Luhn-valid, 13-19 digits)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Very short values would blank ordinary words; real credentials are longer.
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return _CARD.sub(_mask_card, text)
+
+
+def _mask_card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match[0])
+    if not _luhn(digits):
+        return match[0]
+    return "*" * (len(digits) - 4) + digits[-4:]
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        n = int(d) * (2 if i % 2 else 1)
+        total += n - 9 if n > 9 else n
+    return total % 10 == 0

@@ -1,0 +1,166 @@
+"""The summary as text and HTML, through Jinja templates: the job's own first, then ours.
+
+A job names one template (``summary.template``, a ``.html.j2`` or ``.txt.j2`` file relative
+to the job file); its folder is searched first, so its sibling of the other kind is found
+too, and what is missing comes from the built-in templates shipped in this package under the
+``runner/`` prefix (a job's template may ``{% extends "runner/summary.html.j2" %}``).
+
+Templates are job input, so they run in Jinja's sandbox with StrictUndefined, as the item
+templates do. Autoescaping is on for every template but ``.txt.j2`` ones (and the subject),
+so an HTML part a template includes is escaped too; no value is ever marked safe.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from jinja2 import (
+    BaseLoader,
+    ChoiceLoader,
+    FileSystemLoader,
+    PackageLoader,
+    PrefixLoader,
+    StrictUndefined,
+    TemplateError,
+    TemplateNotFound,
+)
+from jinja2.sandbox import SandboxedEnvironment
+
+from runner.errors import JobError, JobErrors, SummaryError
+from runner.job import Job
+from runner.summary.model import Summary
+
+BUILT_IN_TEXT, BUILT_IN_HTML = "runner/summary.txt.j2", "runner/summary.html.j2"
+
+
+class _Labels(dict[str, str]):
+    def __missing__(self, state: str) -> str:  # a state newer than these templates
+        return state.replace("_", " ")
+
+
+LABELS = _Labels({
+    "settled": "paid", "pending": "pending", "awaiting_confirm": "awaiting confirmation",
+    "failed": "failed", "refused": "refused", "invalid": "invalid (not sent)",
+    "conflict": "conflict", "unknown": "unknown outcome", "in_doubt": "in doubt"})
+
+
+@dataclass(frozen=True)
+class Templates:
+    """The templates one job renders its summary with."""
+
+    env: SandboxedEnvironment
+    text: str
+    html: str
+    subject: str | None
+    vars: dict[str, Any]
+
+    def render(self, name: str, summary: Summary) -> str:
+        return self._render(lambda: self.env.get_template(name), summary)
+
+    def text_of(self, summary: Summary) -> str:
+        return self.render(self.text, summary)
+
+    def html_of(self, summary: Summary) -> str:
+        return self.render(self.html, summary)
+
+    def subject_of(self, summary: Summary) -> str:
+        if self.subject is None:
+            return summary.headline
+        text = self._render(lambda: self.env.from_string(self.subject or ""), summary)
+        return " ".join(text.split())  # a header holds one line
+
+    def _render(self, template: Any, summary: Summary) -> str:
+        try:
+            return str(template().render(summary=summary, vars=self.vars, labels=LABELS))
+        except Exception as exc:  # noqa: BLE001 - whatever a template raises, it failed
+            raise SummaryError(f"the summary template failed: {_describe(exc)}") from None
+
+
+def templates_of(job: Job) -> Templates:
+    loaders: list[BaseLoader] = []
+    text, html = BUILT_IN_TEXT, BUILT_IN_HTML
+    named = job.summary.template if job.summary else None
+    if named is not None:
+        path = job.path.parent / named
+        loaders.append(FileSystemLoader(path.parent))
+        kind = ".html.j2" if path.name.endswith(".html.j2") else ".txt.j2"
+        other = path.name[: -len(kind)] + (".txt.j2" if kind == ".html.j2" else ".html.j2")
+        if kind == ".html.j2":
+            html = path.name
+            text = other if (path.parent / other).is_file() else text
+        else:
+            text = path.name
+            html = other if (path.parent / other).is_file() else html
+    loaders.append(PrefixLoader({"runner": PackageLoader("runner.summary", "templates")}))
+    env = SandboxedEnvironment(
+        loader=ChoiceLoader(loaders), undefined=StrictUndefined,
+        autoescape=lambda name: name is not None and not name.endswith(".txt.j2"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(money=money, when=when, duration=duration)
+    subject = job.summary.email.subject if job.summary and job.summary.email else None
+    return Templates(env, text, html, subject, dict(job.vars))
+
+
+def check_summary(job: Job) -> Templates:
+    """The job's templates, tried on an empty summary before any money moves, and its CA
+    file: a template that is missing, does not parse or names an unknown value is a job
+    error (exit 2), not a surprise once the batch is paid."""
+    templates = templates_of(job)
+    empty = Summary(job.name, None, [], [], {})
+    errors: list[JobError] = []
+    for render, where in ((templates.text_of, ("summary", "template")),
+                          (templates.html_of, ("summary", "template")),
+                          (templates.subject_of, ("summary", "email", "subject"))):
+        try:
+            render(empty)
+        except SummaryError as exc:
+            error = JobError(str(job.path), job.line_of(*where), ".".join(where), str(exc))
+            if error not in errors:
+                errors.append(error)
+    email = job.summary.email if job.summary else None
+    if email and email.smtp.ca_file and not (job.path.parent / email.smtp.ca_file).is_file():
+        errors.append(JobError(str(job.path), job.line_of("summary", "email", "smtp", "ca_file"),
+                               "summary.email.smtp.ca_file", "no such file"))
+    if errors:
+        raise JobErrors(errors)
+    return templates
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, TemplateNotFound):
+        return f"no such template: {exc.name}"
+    name, line = getattr(exc, "name", None), getattr(exc, "lineno", None)
+    if name is None:  # raised while rendering: Jinja put the template's lines in the traceback
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(
+            ".j2")]
+        if frames:
+            name, line = Path(frames[-1].filename).name, frames[-1].lineno
+    where = "" if name is None else f"{name}:{line}: " if line else f"{name}: "
+    message = exc.message if isinstance(exc, TemplateError) else None
+    return f"{where}{type(exc).__name__}: {message or exc}"
+
+
+def money(value: Decimal | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(value: timedelta | None) -> str:
+    if value is None:
+        return ""
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m {secs}s" if hours else f"{minutes}m {secs}s"

@@ -1,0 +1,124 @@
+"""A summary from the state to its readers: rendered, written under ``<state dir>/reports/``
+and emailed as the job's ``summary.email`` says.
+
+At the end of a run the files are written before any email is tried, so a mail server that
+cannot be reached costs nothing but the email: the summary is on disk, the failure is logged,
+and the command line turns it into exit code 3 (unless the run itself ended worse). Item
+state is never touched here: the state database is only read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import EmailNotSent, StateError, SummaryError
+from runner.job import Job
+from runner.state import StateStore
+from runner.summary.items_csv import items_csv
+from runner.summary.mail import compose, send, should_send
+from runner.summary.model import Summary, build_summary
+from runner.summary.render import Templates
+
+log = logging.getLogger("runner")
+SUFFIXES = (".txt", ".html", ".csv")
+
+
+@dataclass
+class Rendered:
+    """One summary in every form an email or a report file needs."""
+
+    summary: Summary
+    subject: str
+    text: str
+    html: str
+    csv: str
+    csv_name: str
+
+
+@dataclass
+class Delivery:
+    files: list[Path]
+    emailed: list[str] = field(default_factory=list)
+    error: EmailNotSent | None = None
+
+
+def secrets_of(job: Job) -> list[str]:
+    values = [job.provider.api_key.get_secret_value(), job.provider.api_secret.get_secret_value()]
+    email = job.summary.email if job.summary else None
+    if email is not None and email.smtp.password is not None:
+        values.append(email.smtp.password.get_secret_value())
+    return values
+
+
+def load_summary(job: Job, state_path: Path, *, refused: Iterable[tuple[str, str]] = (),
+                 notes: Iterable[str] = ()) -> Summary:
+    if not state_path.is_file():
+        raise StateError(f"{state_path}: no state database here; has {job.name} run with "
+                         f"this --state?")
+    store = StateStore(state_path)
+    try:
+        return build_summary(store, job.name, secrets=secrets_of(job), refused=refused,
+                             notes=notes)
+    finally:
+        store.close()
+
+
+def render_all(summary: Summary, templates: Templates, csv_path: Path | None = None
+               ) -> Rendered:
+    stamp = summary.generated_at.strftime("%Y%m%dT%H%M%SZ")
+    csv_name = csv_path.name if csv_path else f"{summary.job}-{stamp}.csv"
+    summary.csv_path = str(csv_path.resolve()) if csv_path else None
+    return Rendered(summary, templates.subject_of(summary), templates.text_of(summary),
+                    templates.html_of(summary), items_csv(summary), csv_name)
+
+
+def report_base(summary: Summary, folder: Path) -> Path:
+    """``folder/<job>-<UTC stamp>``, with -2, -3 ... when a run of the same second has one."""
+    stamp = summary.generated_at.strftime("%Y%m%dT%H%M%SZ")
+    base, n = folder / f"{summary.job}-{stamp}", 1
+    while any(base.with_name(base.name + s).exists() for s in SUFFIXES):
+        n += 1
+        base = folder / f"{summary.job}-{stamp}-{n}"
+    return base
+
+
+def conclude(job: Job, templates: Templates, state_path: Path, folder: Path, *,
+             refused: Iterable[tuple[str, str]] = (), notes: Iterable[str] = ()) -> Delivery:
+    """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
+    template), then emailed when the job asks; an email failure is logged and returned."""
+    summary = load_summary(job, state_path, refused=refused, notes=notes)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        base = report_base(summary, folder)
+        csv_path = base.with_name(base.name + ".csv")
+        csv_path.write_text(items_csv(summary), encoding="utf-8", newline="")
+        rendered = render_all(summary, templates, csv_path)
+        files = [csv_path]
+        for suffix, content in ((".txt", rendered.text), (".html", rendered.html)):
+            path = base.with_name(base.name + suffix)
+            path.write_text(content, encoding="utf-8")
+            files.append(path)
+    except OSError as exc:
+        raise SummaryError(f"cannot write the summary under {folder}: {exc}") from None
+    log.info("summary written to %s (.txt, .html, .csv)", base)
+    email = job.summary.email if job.summary else None
+    if email is None or not should_send(email, summary):
+        return Delivery(files)
+    try:
+        return Delivery(files, email_summary(job, rendered))
+    except EmailNotSent as exc:
+        log.error("summary email not sent: %s; the summary is in %s", exc, files[1])
+        return Delivery(files, error=exc)
+
+
+def email_summary(job: Job, rendered: Rendered) -> list[str]:
+    """Send ``rendered`` as the job's summary.email says; the recipients."""
+    email = job.summary.email if job.summary else None
+    if email is None:
+        raise EmailNotSent(f"{job.path}: the job has no summary.email")
+    message = compose(email, rendered.summary, rendered.subject, rendered.text, rendered.html,
+                      rendered.csv, rendered.csv_name)
+    return send(message, email.smtp, job.path.parent)
