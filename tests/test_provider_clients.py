@@ -221,3 +221,21 @@ def test_one_function_maps_answers(status: int, body: Any, cls: type, retry: Ret
     assert type(error) is cls
     assert error.retry is retry
     assert error.status == status
+
+
+def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.provider.connect import _session
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/company-ca.pem")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    session = _session("https://api.provider.example", pool=4)
+    assert session.proxies["https"] == "http://proxy.example:3128"
+    assert session.verify == "/etc/ssl/company-ca.pem"
+    assert session.trust_env is False
+    monkeypatch.setenv("NO_PROXY", "api.provider.example")
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    bypassed = _session("https://api.provider.example", pool=4)
+    assert "https" not in bypassed.proxies
+    assert bypassed.verify is True
