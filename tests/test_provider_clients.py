@@ -236,6 +236,7 @@ def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatc
     assert session.trust_env is False
     monkeypatch.setenv("NO_PROXY", "api.provider.example")
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     bypassed = _session("https://api.provider.example", pool=4)
     assert "https" not in bypassed.proxies
     assert bypassed.verify is True
