@@ -24,18 +24,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown
 from runner.engine.policy import RetryPolicy
-from runner.engine.remittance import (
-    Conflict,
-    Entry,
-    InDoubt,
-    ProviderDown,
-    RemittanceFlow,
-    summary_of,
-)
+from runner.engine.remittance import RemittanceFlow
 from runner.errors import RunnerError
 from runner.job import Job, ValidItem
-from runner.job.money_transfer import RemittanceItem
 from runner.provider.connect import Provider
 from runner.state import LEASE_TTL, LeaseHeld, StateStore
 from runner.validation import Report, validate_job
@@ -72,13 +65,19 @@ class UnsupportedKind(RunnerError):
     exit_code = 2
 
 
-def _fingerprint(item: RemittanceItem) -> str:
+# The pipeline of each kind, and the provider client it drives.
+FLOWS: dict[str, tuple[type[Flow], Callable[[Provider], Any]]] = {
+    "remittance": (RemittanceFlow, lambda p: p.money_transfer),
+}
+
+
+def _fingerprint(item: Any) -> str:
     import hashlib
 
     return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
 
 
-def _entries(job: Job, provider: Provider, state: StateStore
+def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
              ) -> tuple[Report, list[Entry], list[tuple[str, str]]]:
     """Validate the job and pair each valid item with its state record (created if new)."""
     valid: list[ValidItem] = []
@@ -86,7 +85,6 @@ def _entries(job: Job, provider: Provider, state: StateStore
     known = {r["external_id"]: r for r in state.items(job.name)}
     entries, refused = [], []
     for v in valid:
-        assert isinstance(v.item, RemittanceItem)
         record = known.get(v.external_id)
         fingerprint = _fingerprint(v.item)
         if record is None:
@@ -98,7 +96,7 @@ def _entries(job: Job, provider: Provider, state: StateStore
             record = state.insert_item({
                 "external_id": v.external_id, "job_name": job.name, "kind": job.kind,
                 "row": v.row, "fingerprint": fingerprint,
-                "summary": _json(summary_of(v.item))})
+                "summary": _json(flow.summary_of(v.item))})
         elif record["fingerprint"] != fingerprint and record["step"] != "final":
             if record["step"] == "new" and not record["intent"]:
                 state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
@@ -119,7 +117,7 @@ def _json(value: Any) -> str:
 
 
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
-    if job.kind != "remittance":
+    if job.kind not in FLOWS:
         raise UnsupportedKind(f"{job.path}: kind {job.kind} cannot be run yet")
     state = StateStore(options.state_path)
     try:
@@ -143,30 +141,30 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
 
 def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
          run_id: int) -> RunResult:
-    report, entries, refused = _entries(job, provider, state)
+    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
+                         sleep=options.sleep)
+    flow_class, client_of = FLOWS[job.kind]
+    flow = flow_class(client_of(provider), state, run_id, policy, options.clock)
+    report, entries, refused = _entries(job, provider, state, flow)
     if not report.ok and job.run.on_invalid == "stop":
         return RunResult(2, f"{report.invalid} invalid item(s); nothing was sent",
                          report=report, refused=refused)
     todo = [e for e in entries if e.record["step"] != "final"
             and e.record["outcome"] not in SKIP]
-    if options.ask is not None and todo and not options.ask(_plan(todo)):
+    if options.ask is not None and todo and not options.ask(_plan(flow, todo)):
         return RunResult(0, "cancelled; nothing was sent", entries, report, refused)
-    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
-                         sleep=options.sleep)
-    flow = RemittanceFlow(provider.money_transfer, state, run_id, policy, options.clock)
     workers = options.concurrency or job.run.concurrency
     confirm = job.run.confirm if options.confirm is None else options.confirm
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
         phase = _Phase(pool, options, problems)
         if not options.confirm_only:
-            phase.run("prepare", flow.prepare,
-                      [e for e in todo if e.record["step"] in ("new", "quoted")])
-        # A confirm in doubt may have moved money already: learn its fate before counting
-        # costs for the pre-flight or leaving it for `runner confirm`.
+            phase.run("prepare", flow.prepare, [e for e in todo if flow.needs_prepare(e)])
+        # A money-moving call in doubt may have moved money already: learn its fate before
+        # counting costs for the pre-flight or leaving it for `runner confirm`.
         phase.run("look up", flow.settle_doubt,
-                  [e for e in todo if e.record.get("intent") == "confirm"])
-        ready = [e for e in todo if e.record["step"] == "created" and not e.record.get("intent")
+                  [e for e in todo if e.record.get("intent") == flow.commit_step])
+        ready = [e for e in todo if flow.ready(e) and not e.record.get("intent")
                  and e.record["outcome"] in ("pending", "failed", "awaiting_confirm")]
         if not confirm:
             for e in ready:
@@ -182,7 +180,7 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
                     return _finish(entries, report, refused, 1,
                                    f"{short}: nothing was confirmed (--allow-partial "
                                    f"confirms what the balance covers)")
-                phase.run("confirm", flow.confirm, ready)
+                phase.run(flow.commit_step, flow.commit, ready)
         _poll(flow, phase, entries, options, float(job.run.wait_for_final))
     if "provider unreachable" in problems:
         return _finish(entries, report, refused, 75, "the provider is unreachable; "
@@ -226,34 +224,34 @@ class _Phase:
         list(self.pool.map(one, entries))
 
 
-def _plan(entries: list[Entry]) -> dict[str, Any]:
+def _plan(flow: Flow, entries: list[Entry]) -> dict[str, Any]:
     totals: dict[str, Decimal] = {}
     for e in entries:
-        item = e.item
-        if item.source.amount is not None:
-            totals[item.source.currency] = totals.get(item.source.currency, Decimal(0)) + \
-                item.source.amount
+        planned = flow.planned(e)
+        if planned is not None:
+            totals[planned[0]] = totals.get(planned[0], Decimal(0)) + planned[1]
     return {"items": len(entries), "totals": totals}
 
 
-def _preflight(flow: RemittanceFlow, ready: list[Entry]) -> str:
+def _preflight(flow: Flow, ready: list[Entry]) -> str:
     """'' when the balances cover the batch, else what is short."""
     needed: dict[str, Decimal] = {}
     for e in ready:
-        r = e.record
-        cost = Decimal(r["source_amount"]) + Decimal(r["fee"])
-        needed[r["source_currency"]] = needed.get(r["source_currency"], Decimal(0)) + cost
-    balances = {b["currency"]: b for b in flow.read(flow.client.balances)}
+        cost = flow.cost(e)
+        if cost is not None:
+            needed[cost[0]] = needed.get(cost[0], Decimal(0)) + cost[1]
+    if not needed:
+        return ""
+    usable = flow.usable()
     short = []
-    for currency, amount in sorted(needed.items()):
-        b = balances.get(currency)
-        usable = (b["available_balance"] + b.get("credit_facility", 0)) if b else Decimal(0)
-        if amount > usable:
-            short.append(f"{currency} {amount:,} needed, {usable:,} available")
+    for balance, amount in sorted(needed.items()):
+        has = usable.get(balance, Decimal(0))
+        if amount > has:
+            short.append(f"{balance} {amount:,} needed, {has:,} available")
     return "; ".join(short)
 
 
-def _poll(flow: RemittanceFlow, phase: _Phase, entries: list[Entry], options: RunOptions,
+def _poll(flow: Flow, phase: _Phase, entries: list[Entry], options: RunOptions,
           wait: float) -> None:
     waiting = [e for e in entries if e.record["step"] == "confirmed"]
     deadline = options.clock() + wait

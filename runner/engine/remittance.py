@@ -17,69 +17,22 @@ conflict (needs a person).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.policy import Decision, RetryPolicy, decide
+from runner.engine.flow import Conflict, Entry, Flow, mask
 from runner.job.money_transfer import RemittanceItem
 from runner.provider.errors import (
     AlreadyConfirmed,
-    DuplicateExternalId,
     InsufficientBalance,
-    ProviderConnectionError,
     ProviderError,
     QuotationExpired,
-    Retry,
 )
 from runner.provider.http import ext
 from runner.provider.money_transfer import MoneyTransferClient
-from runner.state import StateStore
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
 QUOTATION_FIELDS = {"payer_id", "mode", "source", "destination"}
-
-
-class Conflict(Exception):
-    """The provider holds something under this external_id that is not this item."""
-
-
-class InDoubt(Exception):
-    """A call's outcome could not be learnt, even by lookup: try again in a later run."""
-
-
-class ProviderDown(Exception):
-    """The provider cannot be reached (or keeps answering "later"): stop, resume later."""
-
-
-def _down(exc: ProviderError) -> bool:
-    return isinstance(exc, ProviderConnectionError) or exc.retry is Retry.SAFE
-
-
-@dataclass
-class Entry:
-    """An item of the job and its record in the state database (kept in step)."""
-
-    external_id: str
-    row: int
-    item: RemittanceItem
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        """The external_id of the current attempt: E, then E-r2, E-r3 ..."""
-        attempt = int(self.record.get("attempt") or 1)
-        return self.external_id if attempt == 1 else f"{self.external_id}-r{attempt}"
-
-
-def summary_of(item: RemittanceItem) -> dict[str, Any]:
-    """Who is paid and how, for reports: names and masked identifiers, nothing secret."""
-    ident = item.credit_party_identifier.model_dump(exclude_none=True)
-    return {"beneficiary": " ".join(x for x in (item.beneficiary.firstname,
-                                                 item.beneficiary.lastname) if x),
-            "payer_id": item.payer_id,
-            "identifier": {k: mask(v) for k, v in ident.items()}}
 
 
 def _given(fields: dict[str, Any] | None) -> dict[str, Any]:
@@ -87,76 +40,38 @@ def _given(fields: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (fields or {}).items() if v is not None}
 
 
-def mask(value: str) -> str:
-    return "*" * max(0, len(value) - 4) + value[-4:]
+class RemittanceFlow(Flow):
+    kind = "remittance"
+    client: MoneyTransferClient
 
+    def summary_of(self, item: RemittanceItem) -> dict[str, Any]:
+        ident = item.credit_party_identifier.model_dump(exclude_none=True)
+        return {"beneficiary": " ".join(x for x in (item.beneficiary.firstname,
+                                                     item.beneficiary.lastname) if x),
+                "payer_id": item.payer_id,
+                "identifier": {k: mask(v) for k, v in ident.items()}}
 
-class RemittanceFlow:
-    def __init__(self, client: MoneyTransferClient, state: StateStore, run_id: int,
-                 policy: RetryPolicy, clock: Callable[[], float] = time.time) -> None:
-        self.client = client
-        self.state = state
-        self.run_id = run_id
-        self.policy = policy
-        self.clock = clock
+    def needs_prepare(self, entry: Entry) -> bool:
+        return entry.record["step"] in ("new", "quoted")
 
-    # ------------------------------------------------------------ bookkeeping
-    def update(self, entry: Entry, **values: Any) -> None:
-        entry.record.update(values)
-        self.state.update_item(entry.external_id, **values)
+    def ready(self, entry: Entry) -> bool:
+        return entry.record["step"] == "created"
 
-    def _fail(self, entry: Entry, error: ProviderError, **values: Any) -> None:
-        """The provider refused the item: it fails with the provider's code and message."""
-        if _down(error):
-            raise ProviderDown(str(error)) from error
-        self.update(entry, outcome="failed", error_code=error.code,
-                     error_message=error.message, **values)
+    def commit(self, entry: Entry) -> None:
+        self.confirm(entry)
 
-    def read(self, fetch: Callable[[], Any]) -> Any:
-        try:
-            return self.policy.call(fetch, idempotent=True)
-        except ProviderError as exc:
-            if _down(exc):
-                raise ProviderDown(str(exc)) from exc
-            raise InDoubt(f"lookup failed: {exc}") from exc
+    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+        r = entry.record
+        return r["source_currency"], Decimal(r["source_amount"]) + Decimal(r["fee"])
 
-    def _post(self, entry: Entry, step: str, request: dict[str, Any],
-              send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any:
-        """Send a POST once its intent is committed; resolve doubt by ``lookup``.
+    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+        item, r = entry.item, entry.record
+        amount = item.source.amount if item.mode == "SOURCE_AMOUNT" else r.get("source_amount")
+        return (item.source.currency, Decimal(amount)) if amount is not None else None
 
-        Returns the provider's object (answered, or found by lookup). Business refusals are
-        raised for the caller; an unresolvable doubt raises InDoubt (the intent stays)."""
-        for _ in range(self.policy.attempts):
-            attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
-            entry.record["intent"] = step
-            try:
-                answer = self.policy.call(send, idempotent=False)
-            except DuplicateExternalId as exc:
-                self._end(attempt, entry, "error", exc, resolved=False)
-                found = self.read(lookup)
-                if found is None:
-                    raise InDoubt(f"{exc.code} yet not found by external_id") from exc
-                return found
-            except ProviderError as exc:
-                if decide(exc, idempotent=False) is not Decision.LOOKUP:
-                    self._end(attempt, entry, "error", exc)
-                    raise
-                self._end(attempt, entry, "in_doubt", exc, resolved=False)
-                found = self.read(lookup)
-                if found is not None:
-                    return found
-                continue  # clearly not found: the same POST, same external_id, again
-            self.state.end_attempt(attempt, entry.external_id, "ok", http_status=200)
-            entry.record["intent"] = None
-            return answer
-        raise InDoubt(f"{step}: no answer after {self.policy.attempts} tries")
-
-    def _end(self, attempt: int, entry: Entry, result: str, exc: ProviderError,
-             resolved: bool = True) -> None:
-        self.state.end_attempt(attempt, entry.external_id, result, http_status=exc.status,
-                               code=exc.code, message=exc.message, resolved=resolved)
-        if resolved:
-            entry.record["intent"] = None
+    def usable(self) -> dict[str, Decimal]:
+        return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
+                for b in self.read(self.client.balances)}
 
     # ------------------------------------------------------------ steps
     def prepare(self, entry: Entry) -> None:

@@ -6,8 +6,10 @@ payment methods and balances), ``store`` (in-memory state, optionally journalled
 file), ``pricing`` (quotations in Decimal), ``lifecycle`` (status changes on the sandbox
 clock, with test triggers), ``callbacks`` (signed, retried deliveries), ``faults``
 (latency, errors, lost answers), ``auth``, the routers (``money_transfer``,
-``merchant_payment``, ``admin``), ``app`` (wires them) and ``server`` (uvicorn, in the
-foreground or in a thread).
+``merchant_payment``, ``collection``, ``legacy``, ``accounts``, ``onboarding``, ``admin``),
+``payment_orders`` (the collection service's orders and operations, with
+``payment_catalogue`` and ``payment_schemas``), ``app`` (wires them) and ``server`` (uvicorn,
+in the foreground or in a thread).
 """
 
 from runner.sandbox.config import SandboxConfig

@@ -40,6 +40,13 @@ class Timing(Strict):
     callback_attempts: int | None = None
     callback_spacing: float | None = None
     callback_timeout: float | None = None
+    # collection service: payment orders, operations, notifications
+    payment_quotation_ttl: float | None = None
+    payment_abort_delay: float | None = None
+    authorization_period: float | None = None
+    notification_delays: tuple[float, ...] | None = None
+    # collection service: accounts (transfer and payout requests)
+    validation_delay: float | None = None
 
 
 class BalanceSetting(Strict):

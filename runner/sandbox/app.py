@@ -21,6 +21,7 @@ from runner.sandbox import (
     accounts,
     admin,
     collection,
+    ledger,
     legacy,
     merchant_payment,
     money_transfer,
@@ -30,9 +31,16 @@ from runner.sandbox.auth import Authenticator
 from runner.sandbox.callbacks import CallbackQueue
 from runner.sandbox.clock import SandboxClock
 from runner.sandbox.config import SandboxConfig
-from runner.sandbox.errors import JSON, ApiError, error_response
+from runner.sandbox.errors import (
+    JSON,
+    ApiError,
+    collection_invalid,
+    error_response,
+    is_collection,
+)
 from runner.sandbox.faults import FaultState, ProviderMiddleware
 from runner.sandbox.lifecycle import Lifecycle
+from runner.sandbox.payment_orders import PaymentOrders
 from runner.sandbox.store import Store
 
 
@@ -49,6 +57,9 @@ class Sandbox:
         self.lifecycle = Lifecycle(self.store, self.clock, config, self.callbacks)
         self.faults = FaultState(config.faults, config.slow_seconds, config.fault_seed)
         self.auth = Authenticator(config, self.store)
+        self.payment_orders = PaymentOrders(self.store, self.clock, config, self.callbacks,
+                                            self.lifecycle)
+        ledger.attach(self.lifecycle)  # collection accounts: catalogue seed, validations
 
     async def tick(self) -> None:
         while True:
@@ -101,16 +112,27 @@ def build_app(config: SandboxConfig, clock: SandboxClock | None = None) -> FastA
         field = _field(tuple(first.get("loc", ())))
         if first.get("type") == "json_invalid":
             field = "body"
+        if is_collection(request.url.path):  # document 1 has codes of its own
+            return error_response(collection_invalid(  # type: ignore[return-value]
+                str(first.get("type")), field, str(first.get("msg"))))
         return error_response(ApiError("1000999", f"{field}: {first.get('msg')}"))  # type: ignore[return-value]
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSON:
+        if request.url.path.startswith(legacy.PREFIX):
+            return legacy.http_error(request, exc.status_code)  # type: ignore[return-value]
+        if exc.status_code == 405 and is_collection(request.url.path):
+            return error_response(ApiError("1000400", "method not allowed", status=405))  # type: ignore[return-value]
         if exc.status_code == 405:
             return error_response(ApiError("1000999", "method not allowed", status=405))  # type: ignore[return-value]
         return error_response(ApiError("1000404", request.url.path))  # type: ignore[return-value]
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSON:
+        if request.url.path.startswith(legacy.PREFIX):
+            return legacy.http_error(request, 500)  # type: ignore[return-value]
+        if is_collection(request.url.path):
+            return error_response(ApiError("1000500"))  # type: ignore[return-value]
         return error_response(ApiError("1009001"))  # type: ignore[return-value]
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
@@ -122,9 +144,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, routes=app.routes,
-                         description="Emulator of the provider's money transfer and merchant "
-                                     "payment services. Every path outside /_admin requires "
-                                     "Basic or digest (HMAC) authentication.")
+                         description="Emulator of the provider's money transfer, merchant "
+                                     "payment and collection services and of the legacy Pay. "
+                                     "Every path outside /_admin requires authentication: "
+                                     "Basic or digest (HMAC); the collection service "
+                                     "(/v1/payment, /v1/account, /v1/onboarding) and the "
+                                     "legacy Pay (/Rest) take Basic only.")
     brand = app.state.sandbox.config.header_brand
     schema.setdefault("components", {})["securitySchemes"] = {
         "basic": {"type": "http", "scheme": "basic"},
@@ -132,9 +157,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                    "description": f"Base64 HMAC-SHA-256 of apikey + nonce + Date, keyed with the "
                                   f"API secret; with X-{brand}-apikey, X-{brand}-nonce and Date"},
     }
+    schema["components"].setdefault("schemas", {}).update(legacy.openapi_schemas())
     for path, ops in schema["paths"].items():
         if not path.startswith("/_admin"):
+            # Document 1 and the legacy Pay take Basic only.
+            basic_only = is_collection(path) or path.startswith(legacy.PREFIX)
             for op in ops.values():
-                op["security"] = [{"basic": []}, {"digest": []}]
+                op["security"] = [{"basic": []}] if basic_only else [{"basic": []}, {"digest": []}]
     app.openapi_schema = schema
     return schema

@@ -27,6 +27,10 @@ class AuthFailure(Exception):
     pass
 
 
+class MissingCredentials(AuthFailure):
+    """No credentials at all (the legacy Pay tells this apart: 9401, not 9403)."""
+
+
 class Authenticator:
     def __init__(self, config: SandboxConfig, store: Store,
                  clock: Callable[[], float] = time.time) -> None:
@@ -38,17 +42,26 @@ class Authenticator:
         self._h_nonce = f"x-{brand}-nonce".encode()
         self._h_hmac = f"x-{brand}-hmac".encode()
 
-    def check(self, headers: list[tuple[bytes, bytes]]) -> None:
-        """Raise AuthFailure unless the request carries valid credentials."""
+    def check(self, headers: list[tuple[bytes, bytes]], basic_only: bool = False) -> None:
+        """Raise AuthFailure unless the request carries valid credentials. ``basic_only``:
+        the collection service and the legacy Pay, which document Basic and nothing else."""
         found: dict[bytes, bytes] = {}
         for name, value in headers:
             found[name.lower()] = value
+        if basic_only:
+            if b"authorization" in found:
+                self._check_basic(found[b"authorization"])
+            elif self._h_hmac in found or self._h_key in found:
+                raise MissingCredentials("this service takes Basic authentication only")
+            else:
+                raise MissingCredentials("missing credentials")
+            return
         if self._h_hmac in found or self._h_key in found:
             self._check_digest(found)
         elif b"authorization" in found:
             self._check_basic(found[b"authorization"])
         else:
-            raise AuthFailure("missing credentials")
+            raise MissingCredentials("missing credentials")
 
     def _check_basic(self, value: bytes) -> None:
         scheme, _, token = value.partition(b" ")

@@ -5,6 +5,9 @@ and secret, as the provider signs with the partner's credentials). A non-2xx ans
 connection failure is retried up to ``callback_attempts`` times in all, the first retry after
 ``callback_spacing`` seconds and each later one after twice the previous wait. One worker
 thread delivers; a heap of due times keeps a slow receiver's retries from holding others.
+
+A delivery may carry its own schedule instead (``delays``: the waits before each repeat) and
+go unsigned: the collection service's bare pings (payment_orders.py) use both.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class Delivery:
     body: bytes = field(compare=False)
     status: str = field(compare=False)
     attempt: int = field(default=1, compare=False)
+    delays: tuple[float, ...] | None = field(default=None, compare=False)
+    signed: bool = field(default=True, compare=False)
 
 
 class CallbackQueue:
@@ -57,11 +62,16 @@ class CallbackQueue:
             self._thread.join(timeout=5)
         self._session.close()
 
-    def enqueue(self, url: str, obj: dict[str, Any]) -> None:
+    def enqueue(self, url: str, obj: dict[str, Any], *, status: str | None = None,
+                delays: tuple[float, ...] | None = None, signed: bool = True) -> None:
+        """Deliver ``obj`` to ``url`` now. ``status`` names it in the log (default: its
+        own); ``delays``, when given, are the waits before each repeat instead of the
+        configured doubling ones."""
         body = simplejson.dumps(obj, use_decimal=True).encode()
+        shown = str(obj.get("status")) if status is None else status
         with self._cond:
             heapq.heappush(self._heap, Delivery(time.monotonic(), next(self._count), url, body,
-                                                str(obj.get("status"))))
+                                                shown, delays=delays, signed=signed))
             self._cond.notify()
 
     def pending(self) -> int:
@@ -81,8 +91,9 @@ class CallbackQueue:
 
     def _deliver(self, d: Delivery) -> None:
         c = self.config
-        headers = {"Content-Type": "application/json",
-                   **digest_headers(c.api_key, c.api_secret, c.header_brand)}
+        headers = {"Content-Type": "application/json"}
+        if d.signed:
+            headers.update(digest_headers(c.api_key, c.api_secret, c.header_brand))
         entry: dict[str, Any] = {"url": d.url, "status": d.status, "attempt": d.attempt}
         try:
             # A redirect is an answer that is not 2xx: retried, never followed (that would
@@ -96,9 +107,18 @@ class CallbackQueue:
             ok = False
         entry["delivered"] = ok
         self.log.append(entry)
-        if not ok and d.attempt < c.callback_attempts:
+        if ok:
+            return
+        if d.delays is not None:
+            if d.attempt > len(d.delays):
+                return
+            wait = d.delays[d.attempt - 1]
+        elif d.attempt < c.callback_attempts:
             wait = c.callback_spacing * 2 ** (d.attempt - 1)
-            with self._cond:
-                heapq.heappush(self._heap, Delivery(time.monotonic() + wait, next(self._count),
-                                                    d.url, d.body, d.status, d.attempt + 1))
-                self._cond.notify()
+        else:
+            return
+        with self._cond:
+            heapq.heappush(self._heap, Delivery(time.monotonic() + wait, next(self._count),
+                                                d.url, d.body, d.status, d.attempt + 1,
+                                                d.delays, d.signed))
+            self._cond.notify()

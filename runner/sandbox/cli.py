@@ -34,6 +34,18 @@ def _balance(value: str) -> tuple[str, Decimal, Decimal]:
         raise click.BadParameter(f"{value!r}: expected CUR=AMOUNT[:CREDIT_FACILITY]") from None
 
 
+def _delays(value: str | tuple[float, ...]) -> tuple[float, ...]:
+    if isinstance(value, tuple):
+        return value
+    try:
+        delays = tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected seconds separated by commas") from None
+    if any(d < 0 for d in delays):
+        raise click.BadParameter(f"{value!r}: delays must not be negative")
+    return delays
+
+
 @sandbox.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int)
@@ -49,6 +61,17 @@ def _balance(value: str) -> tuple[str, Decimal, Decimal]:
               help="Seconds from CONFIRMED to SUBMITTED.")
 @click.option("--complete-delay", default=1.0, show_default=True,
               help="Seconds from SUBMITTED to COMPLETED (and each later step).")
+@click.option("--validation-delay", default=2.0, show_default=True,
+              help="Seconds before a collection transfer or payout request is validated.")
+@click.option("--payment-quotation-ttl", default=86400.0, show_default=True,
+              help="Seconds a collection quotation's rate is secured.")
+@click.option("--payment-abort-delay", default=7200.0, show_default=True,
+              help="Seconds before an abandoned payment page turns Aborted.")
+@click.option("--authorization-period", default=604800.0, show_default=True,
+              help="Seconds before an uncharged authorization lapses.")
+@click.option("--notification-delays", default="600,3600", show_default=True,
+              metavar="S,S", type=_delays,
+              help="Real seconds before each repeat of an unanswered payment order ping.")
 @click.option("--date-tolerance", default=300.0, show_default=True,
               help="Largest accepted clock difference of the Date header, seconds.")
 @click.option("--callback-attempts", default=5, show_default=True)
@@ -96,7 +119,12 @@ def serve(**opts: object) -> None:
         header_brand=str(opts["header_brand"]), state_file=opts["state_file"],  # type: ignore[arg-type]
         quotation_ttl=opts["quotation_ttl"], submit_delay=opts["submit_delay"],  # type: ignore[arg-type]
         complete_delay=opts["complete_delay"],  # type: ignore[arg-type]
+        validation_delay=opts["validation_delay"],  # type: ignore[arg-type]
         date_tolerance=opts["date_tolerance"],  # type: ignore[arg-type]
+        payment_quotation_ttl=opts["payment_quotation_ttl"],  # type: ignore[arg-type]
+        payment_abort_delay=opts["payment_abort_delay"],  # type: ignore[arg-type]
+        authorization_period=opts["authorization_period"],  # type: ignore[arg-type]
+        notification_delays=opts["notification_delays"],  # type: ignore[arg-type]
         callback_attempts=opts["callback_attempts"],  # type: ignore[arg-type]
         callback_spacing=opts["callback_spacing"],  # type: ignore[arg-type]
         faults=rules, slow_seconds=opts["slow_seconds"],  # type: ignore[arg-type]

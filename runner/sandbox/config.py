@@ -62,3 +62,12 @@ class SandboxConfig:
     # Starting balances: currency -> (balance, credit facility)
     balances: dict[str, tuple[Decimal, Decimal]] | None = None
     log_level: str = "warning"
+    # Collection service: payment orders and the legacy Pay (sandbox clock, but notifications)
+    payment_quotation_ttl: float = 86400.0  # a quotation's rate is secured for 24 hours
+    payment_abort_delay: float = 7200.0  # an abandoned payment page: Payment_In_Progress -> Aborted
+    authorization_period: float = 604800.0  # an uncharged authorization lapses after 7 days
+    # Real seconds: a ping not answered 2xx is repeated after each of these (10 min, 1 h).
+    notification_delays: tuple[float, ...] = (600.0, 3600.0)
+    # Collection service: accounts (sandbox clock). A transfer or payout request, and its
+    # entries, wait this long for validation.
+    validation_delay: float = 2.0

@@ -63,6 +63,8 @@ NOT_FOUND = {"1000404", "1008002", "1008004", "1005002"}
 
 
 def http_status(code: str) -> int:
+    if code in COLLECTION_STATUSES:
+        return COLLECTION_STATUSES[code]
     if code == "1000401":
         return 401
     if code in NOT_FOUND:
@@ -70,6 +72,42 @@ def http_status(code: str) -> int:
     if code == "1009001":
         return 500
     return 400
+
+
+# ---------------------------------------------------------------- collection service
+# Document 1 (payment orders, operations, accounts, onboarding) has codes of its own; their
+# HTTP statuses are the sandbox's decision (README): 403, 500 for technical errors at the
+# provider or at a remote payment server, 503 when the remote server says retry later, and
+# 400 for the rest (1000400, 1001001, 2001101, 2001201, 2001301).
+COLLECTION_MESSAGES = {
+    "1000400": "Invalid or malformed request message",
+    "1000403": "Access to the resource is forbidden",
+    "1000500": "Technical error",
+    "1001001": "Invalid parameter, the value asked does not exist",
+    "2001101": "Invalid data",
+    "2001201": "Operation not allowed",
+    "2001301": "Operation refused by the remote payment server",
+    "2001401": "Technical error at the remote payment server, request status unknown",
+    "2001501": "Remote payment server temporarily unavailable, retry later",
+}
+COLLECTION_STATUSES = {"1000403": 403, "1000500": 500, "2001401": 500, "2001501": 503}
+MESSAGES.update(COLLECTION_MESSAGES)
+COLLECTION_PREFIXES = ("/v1/payment/", "/v1/account/", "/v1/onboarding/")
+
+
+def is_collection(path: str) -> bool:
+    return path.startswith(COLLECTION_PREFIXES)
+
+
+def collection_invalid(kind: str, field: str, problem: str) -> ApiError:
+    """A request the collection service's models refuse: an unreadable or absent body is
+    1000400, a field of the wrong type, length or value 2001101 naming the field."""
+    if kind == "json_invalid":
+        return ApiError("1000400", "the body is not valid JSON")
+    if field == "body":
+        return ApiError("1000400", f"body: {problem}")
+    return ApiError("2001101", f"{field}: {problem}")
+# ---------------------------------------------------------------- end of collection service
 
 
 class ApiError(Exception):

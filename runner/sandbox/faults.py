@@ -5,6 +5,10 @@ may add latency, answer 500 or 503 before any work is done, lose the answer (the
 done and committed, then the connection is dropped with no response), or hold the answer
 for ``slow_seconds`` (longer than a client's timeout). Counters (``lost_next`` ...) hit the
 next calls deterministically; rates draw from a seeded random generator.
+
+The collection service (document 1) and the legacy Pay take Basic authentication only and
+answer in their own terms: 1000401, 1000500 and 2001501 on document 1's paths; ReturnCodes
+9401, 9403, 9500 and 5050, in the request's JSON or XML, on the legacy Pay's.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from runner.sandbox import legacy
 from runner.sandbox.auth import Authenticator, AuthFailure
 from runner.sandbox.config import FaultRule
-from runner.sandbox.errors import error_body
+from runner.sandbox.errors import error_body, is_collection
 
 GROUPS = ("ping", "discovery", "balances", "parties", "quotations", "create", "confirm",
           "lookups", "payment_orders", "operations", "accounts", "onboarding", "legacy")
@@ -145,9 +150,10 @@ class FaultState:
 
 
 async def _answer(send: Send, status: int, body: bytes,
-                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                  headers: list[tuple[bytes, bytes]] | None = None,
+                  content_type: bytes = b"application/json") -> None:
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
+                "headers": [(b"content-type", content_type),
                             (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
@@ -173,11 +179,29 @@ class ProviderMiddleware:
         latency, action = self.faults.decide(group)
         if latency:
             await asyncio.sleep(latency)
-        try:
-            self.auth.check(scope["headers"])
-        except AuthFailure as failure:
-            await _answer(send, 401, error_body("1000401", f"Unauthorized: {failure}"))
-            return
+        # The collection service and the legacy Pay: Basic only, and answers of their own.
+        legacy_path = group == "legacy"
+        if legacy_path or is_collection(path):
+            try:
+                self.auth.check(scope["headers"], basic_only=True)
+            except AuthFailure as failure:
+                if legacy_path:
+                    await _answer(send, *legacy.fault_answer(scope["headers"], failure))
+                else:
+                    await _answer(send, 401, error_body("1000401", f"Unauthorized: {failure}"))
+                return
+            if action in ("error", "unavailable"):
+                status, body, extra, kind = (
+                    legacy.fault_answer(scope["headers"], action) if legacy_path
+                    else _collection_fault(action))
+                await _answer(send, status, body, extra, kind)
+                return
+        else:
+            try:
+                self.auth.check(scope["headers"])
+            except AuthFailure as failure:
+                await _answer(send, 401, error_body("1000401", f"Unauthorized: {failure}"))
+                return
         if action == "error":
             await _answer(send, 500, error_body("1009001", "Unexpected error, contact support"))
         elif action == "unavailable":
@@ -206,3 +230,11 @@ class ProviderMiddleware:
 
 async def _discard(message: Message) -> None:
     return None
+
+
+def _collection_fault(action: str) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+    """An injected error or unavailability, in document 1's codes."""
+    if action == "error":
+        return 500, error_body("1000500", "Technical error"), [], b"application/json"
+    return (503, error_body("2001501", "Remote payment server temporarily unavailable, retry "
+                                       "later"), [(b"retry-after", b"1")], b"application/json")

@@ -10,6 +10,7 @@ credits the merchant balance with the collection less the fee.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -28,8 +29,13 @@ class Lifecycle:
         self.clock = clock
         self.config = config
         self.callbacks = callbacks
+        # Tables whose status changes another module applies (payment_orders.py registers
+        # the collection service's payment orders); their plans name SandboxConfig fields.
+        self.appliers: dict[str, Callable[[int, str], None]] = {}
 
     def _delay(self, name: str) -> float:
+        if name not in ("submit", "complete"):
+            return float(getattr(self.config, name))  # a plan naming a SandboxConfig field
         return self.config.submit_delay if name == "submit" else self.config.complete_delay
 
     # ------------------------------------------------------------ balances
@@ -93,6 +99,9 @@ class Lifecycle:
         return applied
 
     def set_status(self, table: str, rid: int, status: str) -> None:
+        if table in self.appliers:
+            self.appliers[table](rid, status)
+            return
         obj = self.store.tables[table][rid]
         meta = self.store.meta[table][rid]
         obj.update(status_fields(status))

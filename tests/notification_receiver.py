@@ -1,0 +1,81 @@
+"""A merchant's notification endpoint for the collection service's and the legacy Pay's tests:
+a real HTTP server on a free loopback port that records every POST and answers each with the
+next status of its script (200 once the script is used up)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+WAIT = 3.0  # seconds a delivery may take before a test gives up
+
+
+@dataclass
+class Ping:
+    at: float  # time.monotonic() on arrival
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    raw: bytes
+
+
+class Receiver:
+    def __init__(self, script: list[int] | None = None) -> None:
+        self.script = list(script or [])
+        self.received: list[Ping] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver._lock:
+                    receiver.received.append(Ping(
+                        time.monotonic(), self.path,
+                        {k.lower(): v for k, v in self.headers.items()}, raw))
+                    code = receiver.script.pop(0) if receiver.script else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.01}, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str = "/notify") -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def wait_for(self, count: int, timeout: float = WAIT) -> list[Ping]:
+        """The first ``count`` requests, polling until they have arrived."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                got = list(self.received)
+            if len(got) >= count or time.monotonic() > deadline:
+                assert len(got) >= count, f"{len(got)} of {count} notifications arrived"
+                return got[:count]
+            time.sleep(0.003)
+
+    def stays_at(self, count: int, seconds: float) -> bool:
+        """True when no more than ``count`` requests arrive within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.received) > count:
+                    return False
+            time.sleep(0.003)
+        with self._lock:
+            return len(self.received) <= count
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
