@@ -16,7 +16,9 @@ Tables (named migrations in ``_sqlite_migrations``):
   known: quotation, transaction, confirm; not null = in doubt), ``attempt`` (1, or 2 for the
   ``-r2`` quotation after an expiry ...), provider ids, amounts, the provider's status,
   ``outcome`` (pending, awaiting_confirm, settled, failed, refused, conflict, unknown), the
-  error code and message, and a ``summary`` (who and how much, no secrets, no card data).
+  error code and message, a ``summary`` (who and how much, no secrets, no card data) and
+  ``details`` (what the provider gave to finish or show the item: QR code, instructions,
+  payment_url, the ids of an onboarding chain).
 - ``attempts``: every call: item, step, a summary of the request, start and end, result
   (ok, error, in_doubt), HTTP status, provider code and message.
 """
@@ -66,6 +68,13 @@ def _initial(db: Database) -> None:
         "started_at": str, "finished_at": str, "result": str, "http_status": int,
         "code": str, "message": str}, pk="id")
     db.table("attempts").create_index(["external_id"])
+
+
+@migrations(name="0002_item_details")
+def _details(db: Database) -> None:
+    # What a person needs to finish or show an item: QR code and instructions of a merchant
+    # payment, the payment_url of a REDIRECT order, ids of an onboarding chain (JSON).
+    db.table("items").add_column("details", str)
 
 
 def now_iso() -> str:

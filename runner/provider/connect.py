@@ -16,8 +16,13 @@ from pathlib import Path
 import requests
 
 from runner.job import Job
+from runner.provider.accounts import AccountClient
+from runner.provider.collection import CollectionClient
+from runner.provider.http import ProviderClient
+from runner.provider.legacy import LegacyPayClient
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
+from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
 
 
@@ -28,7 +33,16 @@ class Provider:
     base_url: str
     money_transfer: MoneyTransferClient
     merchant_payment: MerchantPaymentClient
+    collection: CollectionClient
+    accounts: AccountClient
+    onboarding: OnboardingClient
+    legacy: LegacyPayClient
     session: requests.Session
+
+    @property
+    def clients(self) -> tuple[ProviderClient, ...]:
+        return (self.money_transfer, self.merchant_payment, self.collection, self.accounts,
+                self.onboarding, self.legacy)
 
 
 def _session(base_url: str, pool: int) -> requests.Session:
@@ -51,12 +65,20 @@ def _clients(job: Job, base_url: str, pool: int) -> Provider:
     p = job.provider
     kw = dict(auth=p.auth, session=session, brand=p.brand, timeout=(5.0, float(p.timeout)))
     key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()
-    provider = Provider(base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-                        MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-                        session)
+    # The collection service and legacy Pay take Basic authentication only.
+    basic = {**kw, "auth": "basic"}
+    provider = Provider(
+        base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+        MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
+        CollectionClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
+        AccountClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
+        OnboardingClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
+        LegacyPayClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
+        session)
     if job.run.rate_limit is not None:
         throttle = Throttle(float(job.run.rate_limit))
-        provider.money_transfer.throttle = provider.merchant_payment.throttle = throttle
+        for client in provider.clients:
+            client.throttle = throttle
     return provider
 
 

@@ -91,7 +91,9 @@ class Catalogue:
         self.provider = provider
         self._cache: dict[tuple[str, Any], Any] = {}
 
-    def _once(self, key: tuple[str, Any], fetch: Callable[[], Any]) -> Any:
+    def once(self, key: tuple[str, Any], fetch: Callable[[], Any]) -> Any:
+        """``fetch()`` the first time ``key`` is asked, then the same answer (None for a
+        resource the provider does not have)."""
         if key not in self._cache:
             try:
                 self._cache[key] = fetch()
@@ -100,19 +102,19 @@ class Catalogue:
         return self._cache[key]
 
     def payer(self, payer_id: int) -> Any:
-        return self._once(("payer", payer_id),
+        return self.once(("payer", payer_id),
                           lambda: self.provider.money_transfer.payer(payer_id))
 
     def rates(self, payer_id: int) -> Any:
-        return self._once(("rates", payer_id),
+        return self.once(("rates", payer_id),
                           lambda: self.provider.money_transfer.payer_rates(payer_id))
 
     def method(self, method_id: int) -> Any:
-        return self._once(("method", method_id),
+        return self.once(("method", method_id),
                           lambda: self.provider.merchant_payment.payment_method(method_id))
 
     def merchant_accounts(self) -> list[str]:
-        balances = self._once(("merchant balances", None),
+        balances = self.once(("merchant balances", None),
                               self.provider.merchant_payment.balances)
         return sorted(b["currency"] for b in balances)
 
@@ -135,7 +137,7 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
             report.problems.extend(result.errors)  # type: ignore[union-attr]
             continue
         assert isinstance(result, ValidItem)
-        found = list(_check(result, catalogue))
+        found = list(_check(job.kind, result, catalogue))
         if found:
             report.invalid_rows.add(result.row)
             report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
@@ -143,7 +145,7 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
         if report.quoted and provider is not None:
             _quote(result, provider, stamp, report)
         else:
-            _count(result, catalogue, report)
+            _count(job.kind, result, catalogue, report)
         if keep is not None and result.row not in report.invalid_rows:
             keep(result)
     if provider is not None and job.kind == "remittance" and check_balances:
@@ -151,32 +153,61 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
     return report
 
 
-def _check(result: ValidItem, catalogue: Catalogue | None) -> Iterable[tuple[str, str]]:
-    item = result.item
-    if catalogue is None:
+# Per kind: the provider checks of one item, and the (currency, amount) it sends for the
+# totals. Kinds not listed are checked against the job model only.
+Check = Callable[[Any, "Catalogue"], Iterable[tuple[str, str]]]
+Amount = Callable[[Any, "Catalogue | None"], "tuple[str, Decimal] | None"]
+
+
+def _check_remittance(item: RemittanceItem, catalogue: Catalogue) -> Iterable[tuple[str, str]]:
+    payer = catalogue.payer(item.payer_id)
+    rates = catalogue.rates(item.payer_id) if payer is not None else None
+    return check_remittance(item, payer, rates)
+
+
+def _check_merchant_payment(item: MerchantPaymentItem, catalogue: Catalogue
+                            ) -> Iterable[tuple[str, str]]:
+    return check_merchant_payment(item, catalogue.method(item.payment_method_id),
+                                  catalogue.merchant_accounts())
+
+
+def _remittance_amount(item: RemittanceItem, catalogue: Catalogue | None
+                       ) -> tuple[str, Decimal] | None:
+    rates = catalogue.rates(item.payer_id) if catalogue is not None else None
+    amount = source_estimate(item, rates)
+    return (item.source.currency, amount) if amount is not None else None
+
+
+def _merchant_payment_amount(item: MerchantPaymentItem, catalogue: Catalogue | None
+                             ) -> tuple[str, Decimal] | None:
+    # The side the mode names carries the amount (the other is the provider's to price).
+    side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
+    return (side.currency, side.amount) if side.amount is not None else None
+
+
+CHECKS: dict[str, Check] = {
+    "remittance": _check_remittance,
+    "merchant_payment": _check_merchant_payment,
+}
+AMOUNTS: dict[str, Amount] = {
+    "remittance": _remittance_amount,
+    "merchant_payment": _merchant_payment_amount,
+}
+
+
+def _check(kind: str, result: ValidItem, catalogue: Catalogue | None
+           ) -> Iterable[tuple[str, str]]:
+    check = CHECKS.get(kind)
+    if catalogue is None or check is None:
         return ()
-    if isinstance(item, RemittanceItem):
-        payer = catalogue.payer(item.payer_id)
-        rates = catalogue.rates(item.payer_id) if payer is not None else None
-        return check_remittance(item, payer, rates)
-    if isinstance(item, MerchantPaymentItem):
-        return check_merchant_payment(item, catalogue.method(item.payment_method_id),
-                                      catalogue.merchant_accounts())
-    return ()
+    return check(result.item, catalogue)
 
 
-def _count(result: ValidItem, catalogue: Catalogue | None, report: Report) -> None:
-    item = result.item
-    if isinstance(item, RemittanceItem):
-        rates = catalogue.rates(item.payer_id) if catalogue is not None else None
-        amount = source_estimate(item, rates)
-        if amount is not None:
-            report.add(item.source.currency, amount)
-    elif isinstance(item, MerchantPaymentItem):
-        # The side the mode names carries the amount (the other is the provider's to price).
-        side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
-        if side.amount is not None:
-            report.add(side.currency, side.amount)
+def _count(kind: str, result: ValidItem, catalogue: Catalogue | None, report: Report) -> None:
+    amount_of = AMOUNTS.get(kind)
+    sent = amount_of(result.item, catalogue) if amount_of is not None else None
+    if sent is not None:
+        report.add(*sent)
 
 
 def _quote(result: ValidItem, provider: Provider, stamp: str, report: Report) -> None:
