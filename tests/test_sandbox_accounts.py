@@ -121,9 +121,9 @@ def test_a_transfer_writes_two_entries_at_once_and_is_validated_on_the_clock(
         "AVAILABLE": Decimal("0.00"), "EXPECTED": Decimal("1200.50"),
         "WAITING_FOR_VALIDATION": Decimal("1200.50"), "UP_TO_DATE": Decimal("0.00")}
 
-    admin.advance(59)
+    admin.advance(50)
     assert fetched(api, f"{TRANSFERS}/tr-1")["status"] == "WaitingForValidation"
-    admin.advance(1)
+    admin.advance(10)
     done = fetched(api, f"{TRANSFERS}/tr-1")
     assert (done["status"], done["id"]) == ("Validated", made["id"])
     assert done["validation_date"] >= made["creation_date"]

@@ -316,3 +316,18 @@ def test_openapi_describes_the_onboarding_endpoints(sandbox: RunningSandbox) -> 
     assert set(schemas["PayoutBankAccountCreate"]["required"]) == {"bic", "iban", "format",
                                                                    "label"}
     assert set(schemas["Account"]["properties"]) >= {"id", "payout_bank_accounts", "balances"}
+
+
+def test_an_account_is_read_by_id_or_label_with_its_payout_bank_accounts(api: Api) -> None:
+    by_id = api.get("/v1/onboarding/accounts/ACC0001")
+    by_label = api.get("/v1/onboarding/accounts/acme-eur-main")
+    assert by_id.status_code == by_label.status_code == 201
+    found = body(by_id)
+    assert found == body(by_label)
+    assert [(b["id"], b["is_blocked"], b["is_default"])
+            for b in found["payout_bank_accounts"]] == [
+        ("PBA0001-1", False, True), ("PBA0001-2", True, False)]
+    assert {b["type"] for b in found["balances"]} == {
+        "AVAILABLE", "EXPECTED", "WAITING_FOR_VALIDATION", "UP_TO_DATE"}
+    assert error_of(api.get("/v1/onboarding/accounts/ACC0999")) == (404, "1000404")
+    assert error_of(api.get("/v1/onboarding/accounts/ACC0003")) == (403, "1000403")

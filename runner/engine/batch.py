@@ -24,7 +24,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from runner.engine.accounts import AccountTransferFlow, PayoutFlow
 from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown
+from runner.engine.legacy_pay import LegacyPayFlow
+from runner.engine.merchant_payment import MerchantPaymentFlow
+from runner.engine.onboarding import OnboardingFlow
+from runner.engine.operations import CancelFlow, ChargeFlow, RefundFlow
+from runner.engine.payment_orders import PaymentOrderFlow
 from runner.engine.policy import RetryPolicy
 from runner.engine.remittance import RemittanceFlow
 from runner.errors import RunnerError
@@ -67,7 +73,16 @@ class UnsupportedKind(RunnerError):
 
 # The pipeline of each kind, and the provider client it drives.
 FLOWS: dict[str, tuple[type[Flow], Callable[[Provider], Any]]] = {
+    "payment_order": (PaymentOrderFlow, lambda p: p.collection),
+    "charge": (ChargeFlow, lambda p: p.collection),
+    "refund": (RefundFlow, lambda p: p.collection),
+    "cancel": (CancelFlow, lambda p: p.collection),
+    "payout": (PayoutFlow, lambda p: p.accounts),
+    "account_transfer": (AccountTransferFlow, lambda p: p.accounts),
     "remittance": (RemittanceFlow, lambda p: p.money_transfer),
+    "merchant_payment": (MerchantPaymentFlow, lambda p: p.merchant_payment),
+    "legacy_pay": (LegacyPayFlow, lambda p: p.legacy),
+    "onboarding": (OnboardingFlow, lambda p: p.onboarding),
 }
 
 
@@ -86,7 +101,7 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
     entries, refused = [], []
     for v in valid:
         record = known.get(v.external_id)
-        fingerprint = _fingerprint(v.item)
+        fingerprint = _fingerprint(flow.fingerprinted(v.item))
         if record is None:
             other = state.item(v.external_id)
             if other is not None:  # rule 7: handled under another job's name

@@ -173,6 +173,11 @@ class Flow:
         """Who is paid and how, for reports: names and masked identifiers only."""
         return {}
 
+    def fingerprinted(self, item: Any) -> Any:
+        """What of the item its fingerprint (a hash kept in the state) covers: a kind may
+        leave secrets out, such as card data."""
+        return item
+
     def needs_prepare(self, entry: Entry) -> bool:
         return False
 

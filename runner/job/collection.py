@@ -161,6 +161,9 @@ class CurrencyConversion(JobModel):
     processed: Processed
 
 
+OPTIONAL_OBJECTS = ("quotation", "payment_information", "merchant_order")
+
+
 class PaymentOrderItem(JobModel):
     """A payment order, created directly or, with ``quotation``, from a quotation."""
 
@@ -174,6 +177,24 @@ class PaymentOrderItem(JobModel):
     merchant_order: MerchantOrder | None = None
     payment_information: PaymentInformation | None = None
     quotation: CurrencyConversion | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_objects_are_absent(cls, data: Any) -> Any:
+        # One rows file may hold orders with and without a quotation (or payment data): an
+        # optional object whose every cell rendered empty is left out, as an empty cell is.
+        if not isinstance(data, dict):
+            return data
+        kept = dict(data)
+        for name in OPTIONAL_OBJECTS:
+            value = kept.get(name)
+            if isinstance(value, dict):
+                value = _without_empty(value)
+                if value:
+                    kept[name] = value
+                else:
+                    del kept[name]
+        return kept
 
     @model_validator(mode="after")
     def _document_conditions(self) -> Self:
@@ -200,6 +221,17 @@ class PaymentOrderItem(JobModel):
                 if url is None:
                     raise FieldProblem(f"merchant_urls.{name}", "required in REDIRECT mode")
         return self
+
+
+def _without_empty(data: dict[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = _without_empty(value)
+            if not value:
+                continue
+        kept[key] = value
+    return kept
 
 
 def _require_input_amount(order: PaymentOrderItem) -> None:

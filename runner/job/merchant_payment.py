@@ -13,6 +13,8 @@ names. ``format`` (json or xml) picks the body's form; it belongs to the item so
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
@@ -132,8 +134,30 @@ class LegacyMerchantOrder(JobModel):
 
 
 class LegacyCredential(JobModel):
+    """One ``{name, credential}`` of the call. The value is written in the job (where
+    ``${VAR}`` fills it from the environment for the whole job), or named by
+    ``credential_env``: an environment variable read only when the call is made, so that a
+    row can name its own card without the card being in the rows file."""
+
     name: str = Field(min_length=1)
-    credential: str
+    credential: Text = None
+    credential_env: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="environment variable holding the value, instead of credential",
+    )
+
+    @model_validator(mode="after")
+    def _one_value(self) -> Self:
+        if (self.credential is None) == (self.credential_env is None):
+            raise FieldProblem("credential", "give exactly one of credential and "
+                               "credential_env")
+        return self
+
+    def value(self, environ: Mapping[str, str] = os.environ) -> str | None:
+        """The credential itself (None when its environment variable is not set)."""
+        if self.credential_env is None:
+            return self.credential
+        return environ.get(self.credential_env)
 
 
 class LegacyPayItem(JobModel):

@@ -21,7 +21,8 @@ from pydantic_core import ErrorDetails
 from runner.job.document import Location
 from runner.job.fields import FieldProblem
 
-_SECRET_PARTS = {"api_key", "api_secret", "password"}
+# Fields whose input is never repeated in a message: keys, passwords, legacy Pay credentials.
+_SECRET_PARTS = {"api_key", "api_secret", "password", "credential", "credential_env"}
 
 
 def explain(

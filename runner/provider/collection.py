@@ -1,10 +1,107 @@
 """Client of the collection service's quotations, payment orders and operations (charge,
-refund, cancel)."""
+refund, cancel), under ``/v1/payment`` (spec/collection-service.md).
+
+``order_ref`` arguments take a payment order's id (``PO`` and 10 digits) or
+``ext(external_id)``; an external id is always sent in its ``ext-`` form, so one that looks
+like an id (or starts with ``ext-``) is still read as an external id.
+
+The service answers a reused external id with the generic 2001201 ("External ID has already
+been used"). For quotations and payment orders, whose creation is resolved by a lookup, that
+answer is raised as ``DuplicateExternalId`` (look it up, adopt it if it matches), like the
+money transfer service's 1007001. Operations have no lookup by external id: there it stays a
+``BusinessRefusal`` and ``reused_external_id`` tells it apart.
+"""
 
 from __future__ import annotations
 
-from runner.provider.http import ProviderClient
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
+from runner.provider.http import ProviderClient, ext
+
+OPERATION_PATHS = {"charge": "charges", "refund": "refunds", "cancel": "cancellations"}
+
+
+def reused_external_id(error: ProviderError) -> bool:
+    """True for the service's "External ID has already been used" refusal."""
+    return error.code == "2001201" and error.message.startswith(
+        "External ID has already been used")
+
+
+def _adoptable(create: Callable[[], Any]) -> Any:
+    try:
+        return create()
+    except BusinessRefusal as exc:
+        if reused_external_id(exc):
+            raise DuplicateExternalId(exc.message, status=exc.status, code=exc.code,
+                                      endpoint=exc.endpoint,
+                                      external_id=exc.external_id) from None
+        raise
 
 
 class CollectionClient(ProviderClient):
     prefix = "/v1/payment"
+
+    def ping(self) -> Any:
+        return self.get("/ping")
+
+    # ------------------------------------------------------------ quotations
+    def create_quotation(self, body: dict[str, Any]) -> Any:
+        return _adoptable(lambda: self.request("POST", "/quotations", body=body,
+                                               external_id=body.get("external_id")).body)
+
+    # ------------------------------------------------------------ payment orders
+    def create_payment_order(self, body: dict[str, Any]) -> Any:
+        """A payment order created directly (its page does not convert currency)."""
+        return _adoptable(lambda: self.request("POST", "/payment-orders", body=body,
+                                               external_id=body.get("external_id")).body)
+
+    def create_payment_order_from_quotation(self, quotation_ref: str,
+                                            body: dict[str, Any]) -> Any:
+        """A payment order from a quotation (its id, or ``ext(external_id)``)."""
+        return _adoptable(lambda: self.request(
+            "POST", f"/quotations/{quotation_ref}/payment-orders", body=body,
+            external_id=body.get("external_id")).body)
+
+    def payment_order(self, order_ref: str) -> Any:
+        return self.get(f"/payment-orders/{order_ref}")
+
+    def find_payment_order(self, order_ref: str) -> Any | None:
+        """The order, or None when the provider clearly answers that it does not exist."""
+        return self.find(f"/payment-orders/{order_ref}")
+
+    def find_payment_order_by_external_id(self, external_id: str) -> Any | None:
+        return self.find_payment_order(ext(external_id))
+
+    # ------------------------------------------------------------ operations
+    def operate(self, operation: str, order_ref: str, body: dict[str, Any]) -> Any:
+        """A charge, refund or cancel (``OPERATION_PATHS``) on an order: 200 and the
+        payment operation."""
+        return self.request("POST", f"/payment-orders/{order_ref}/{OPERATION_PATHS[operation]}",
+                            body=body, external_id=body.get("external_id")).body
+
+    def charge(self, order_ref: str, body: dict[str, Any]) -> Any:
+        return self.operate("charge", order_ref, body)
+
+    def refund(self, order_ref: str, body: dict[str, Any]) -> Any:
+        return self.operate("refund", order_ref, body)
+
+    def cancel(self, order_ref: str, body: dict[str, Any]) -> Any:
+        return self.operate("cancel", order_ref, body)
+
+    def charge_operation(self, operation_id: int | str) -> Any:
+        """A charge or a cancellation (the document gives this path for both)."""
+        return self.get(f"/charges/{quote(str(operation_id), safe='')}")
+
+    def refund_operation(self, operation_id: int | str) -> Any:
+        return self.get(f"/refunds/{quote(str(operation_id), safe='')}")
+
+
+def order_ref(order_id: str | None, external_id: str | None) -> str:
+    """The path segment of an order given by its id or by its external id."""
+    if order_id is not None:
+        return quote(order_id, safe="")
+    assert external_id is not None
+    return ext(external_id)

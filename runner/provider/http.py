@@ -65,17 +65,32 @@ class ProviderClient:
                 prefix: str | None = None) -> Answer:
         full = (self.prefix if prefix is None else prefix) + path
         endpoint = f"{method} {full}"
-        url = self.base_url + full
         data = None if body is None else simplejson.dumps(body, use_decimal=True)
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
+        response = self.send(method, full, data=data, headers=headers, params=params,
+                             external_id=external_id)
+        if response.status_code >= 400:
+            try:
+                parsed = simplejson.loads(response.content, use_decimal=True)
+            except ValueError:
+                parsed = None
+            raise error_from_answer(response.status_code, parsed, endpoint, external_id)
+        return Answer(response)
+
+    def send(self, method: str, full_path: str, *, data: str | bytes | None,
+             headers: Mapping[str, str], params: Mapping[str, Any] | None = None,
+             external_id: str | None = None) -> requests.Response:
+        """One exchange, whatever the answer's status; a failure to get an answer is mapped
+        to the connection errors (refused before sending, lost after, or timed out)."""
+        endpoint = f"{method} {full_path}"
         if self.throttle is not None:
             self.throttle()
         try:
-            response = self.session.request(method, url, data=data, params=params,
-                                            headers=headers, auth=self.auth,
-                                            timeout=self.timeout)
+            return self.session.request(method, self.base_url + full_path, data=data,
+                                        params=params, headers=dict(headers), auth=self.auth,
+                                        timeout=self.timeout)
         except requests.ConnectTimeout as exc:
             raise ConnectionRefused(f"could not connect: {_reason(exc)}", endpoint=endpoint,
                                     external_id=external_id) from None
@@ -86,13 +101,6 @@ class ProviderClient:
             cls = ConnectionRefused if _never_sent(exc) else ResponseLost
             raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
                       external_id=external_id) from None
-        if response.status_code >= 400:
-            try:
-                parsed = simplejson.loads(response.content, use_decimal=True)
-            except ValueError:
-                parsed = None
-            raise error_from_answer(response.status_code, parsed, endpoint, external_id)
-        return Answer(response)
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=_clean(params)).body
@@ -100,8 +108,12 @@ class ProviderClient:
     def find(self, path: str) -> Any | None:
         """GET a resource; None only when the provider clearly answers that it does not exist
         (any other failure raises: a lookup that fails proves nothing)."""
+        return self.find_at(self.prefix, path)
+
+    def find_at(self, prefix: str, path: str) -> Any | None:
+        """``find`` under another service prefix of the same provider."""
         try:
-            return self.get(path)
+            return self.request("GET", path, prefix=prefix).body
         except NotFound:
             return None
 

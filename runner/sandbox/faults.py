@@ -61,7 +61,11 @@ def group_of(method: str, path: str) -> str | None:
 
 def _collection_group(method: str, path: str) -> str:
     if method == "GET":
-        return "balances" if "/balances" in path or path.endswith("/entries") else "lookups"
+        if "/balances" in path or path.endswith("/entries"):
+            return "balances"
+        # Reading an account's set-up (its payout bank accounts) is what validation does,
+        # like reading a payer: not a lookup of something a client asked for.
+        return "discovery" if path.startswith("/v1/onboarding/accounts/") else "lookups"
     if path.endswith("/quotations"):
         return "quotations"
     if path.endswith(("/charges", "/refunds", "/cancellations")):

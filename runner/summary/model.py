@@ -8,6 +8,11 @@ what to check, and what is still pending. It is built from the ``runs``, ``lease
 Nothing secret reaches it: beneficiaries come from the items' ``summary`` column (names and
 masked identifiers), and every text taken from the provider is scrubbed of the job's
 credentials and of anything shaped like a card number (``scrub``).
+
+An item's ``details`` column (JSON: what the provider gave to finish or show the item, like a
+merchant payment's QR code and instructions, a payment order's ``payment_url``, the ids of an
+onboarding chain) becomes ``Detail`` lines, whatever the kind: a name and a text, or, for a
+list of ``{channel, steps}`` objects, the instructions by channel.
 """
 
 from __future__ import annotations
@@ -31,6 +36,23 @@ _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
 
 @dataclass(frozen=True)
+class Instruction:
+    """How to pay through one channel (USSD, an app ...): steps in order."""
+
+    channel: str
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One entry of an item's details: ``value`` text, or ``instructions`` by channel."""
+
+    name: str
+    value: str = ""
+    instructions: tuple[Instruction, ...] = ()
+
+
+@dataclass(frozen=True)
 class ItemLine:
     """One item as reports show it; amounts are None until the provider quoted them."""
 
@@ -51,6 +73,7 @@ class ItemLine:
     code: str
     message: str
     check: str  # what a person should look at, or ""
+    details: tuple[Detail, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,11 @@ class Summary:
         return self._of("awaiting_confirm")
 
     @property
+    def with_details(self) -> list[ItemLine]:
+        """Items the provider gave details for (QR code, instructions, payment URL ...)."""
+        return [i for i in self.items if i.details]
+
+    @property
     def problems(self) -> bool:
         """Anything a person should hear about: what makes a run exit non-zero."""
         bad_run = self.run is not None and self.run.exit_code not in (None, 0)
@@ -149,6 +177,9 @@ class Summary:
             "needs_person": [asdict(i) for i in self.needs_person],
             "pending": [asdict(i) for i in self.pending],
             "awaiting_confirm": [asdict(i) for i in self.awaiting_confirm],
+            "details": [{"external_id": i.external_id, "beneficiary": i.beneficiary,
+                         "state": i.state, "details": [asdict(d) for d in i.details]}
+                        for i in self.with_details],
             "refused": [{"external_id": e, "why": w} for e, w in self.refused],
             "notes": self.notes, "csv": self.csv_path, "items": len(self.items)}
 
@@ -207,7 +238,48 @@ def _item(r: dict[str, Any], clean: _Scrubber) -> ItemLine:
         destination_amount=_amount(r["destination_amount"]),
         transaction_id=r["transaction_id"], code=clean(r["error_code"] or ""),
         message=clean(r["error_message"] or r["status_message"] or ""),
-        check=clean(_check(r, state)))
+        check=clean(_check(r, state)), details=_details(r.get("details"), clean))
+
+
+def _details(text: str | None, clean: _Scrubber) -> tuple[Detail, ...]:
+    """The details column as lines: scalars as text, nested objects by dotted name, lists of
+    ``{channel, steps}`` as instructions, other lists joined."""
+    if not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (Detail("details", clean(text)),)
+    if not isinstance(value, dict):
+        return (Detail("details", clean(_text(value))),)
+    return tuple(_detail_lines(value, "", clean))
+
+
+def _detail_lines(values: dict[str, Any], prefix: str, clean: _Scrubber) -> Iterable[Detail]:
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if value is None or value == "" or value == [] or value == {}:
+            continue
+        if isinstance(value, dict):
+            yield from _detail_lines(value, f"{name}.", clean)
+        elif isinstance(value, list) and all(
+                isinstance(v, dict) and "steps" in v for v in value):
+            yield Detail(name, instructions=tuple(
+                Instruction(clean(_text(v.get("channel") or "")),
+                            tuple(clean(_text(s)) for s in v.get("steps") or ()))
+                for v in value))
+        elif isinstance(value, list):
+            yield Detail(name, clean(", ".join(_text(v) for v in value)))
+        else:
+            yield Detail(name, clean(_text(value)))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
 
 
 def _amount(value: Any) -> Decimal | None:

@@ -21,6 +21,7 @@ from runner.job.merchant_payment import MerchantPaymentItem
 from runner.job.money_transfer import RemittanceItem
 from runner.provider.connect import Provider
 from runner.provider.errors import NotFound, ProviderHTTPError
+from runner.validation import accounts, collection, legacy_pay, onboarding
 from runner.validation.rules import check_merchant_payment, check_remittance, source_estimate
 
 # Where a refused quotation points in the item.
@@ -186,12 +187,27 @@ def _merchant_payment_amount(item: MerchantPaymentItem, catalogue: Catalogue | N
 
 
 CHECKS: dict[str, Check] = {
+    "payment_order": collection.check_payment_order,
+    "charge": collection.check_operation,
+    "refund": collection.check_operation,
+    "cancel": collection.check_operation,
+    "payout": accounts.check_payout,
+    "account_transfer": accounts.check_account_transfer,
     "remittance": _check_remittance,
     "merchant_payment": _check_merchant_payment,
+    "legacy_pay": legacy_pay.check_legacy_pay,
+    "onboarding": onboarding.check_onboarding,
 }
 AMOUNTS: dict[str, Amount] = {
+    "payment_order": collection.payment_order_amount,
+    "charge": collection.operation_amount,
+    "refund": collection.operation_amount,
+    "cancel": collection.operation_amount,
+    "payout": accounts.payout_amount,
+    "account_transfer": accounts.transfer_amount,
     "remittance": _remittance_amount,
     "merchant_payment": _merchant_payment_amount,
+    "legacy_pay": legacy_pay.legacy_pay_amount,
 }
 
 

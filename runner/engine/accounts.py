@@ -1,0 +1,377 @@
+"""Payouts and transfers between accounts (document 1, account management), exactly once.
+
+One POST moves the money: a payout request (``payout``: from an account to one of its payout
+bank accounts) or a transfer request (``account_transfer``: between two accounts), sent with
+the item's external_id as its ``external_reference``. Doubt (a lost answer, a timeout, a
+5xx, 2001401) is resolved by looking the request up by that reference (rule 3): found, it is
+adopted when it matches the item (amount, currency, accounts) and is a conflict otherwise;
+clearly not found, the same POST goes again. The provider's answer to a reused reference,
+2001201 "External reference has already been used", is resolved by the same lookup.
+
+The request is then polled to its final status: a payout ``charged``, a transfer
+``Validated``. A validated transfer's entries are checked on both accounts' statements: one
+debit on the source and one credit on the target, each for the transfer's amount and naming
+the other account; anything else fails the item with what is wrong (the money has moved:
+a person must look).
+
+Steps: new -> confirmed (the request exists, its amount is reserved) -> final. Outcomes:
+pending, settled, failed (refused, or entries wrong), conflict, unknown (a status runner
+does not know). Pre-flight: the AVAILABLE balance of each source account against what the
+batch still draws from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, NoReturn
+
+from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.job.collection import AccountTransferItem, Money, PayoutItem
+from runner.provider.accounts import AccountClient
+from runner.provider.errors import BusinessRefusal, ProviderError
+
+log = logging.getLogger("runner")
+WAITING = ("waitingforvalidation",)
+
+
+def reference_reused(exc: ProviderError) -> bool:
+    """2001201 is every business rule of document 1; this one means "look it up"."""
+    return isinstance(exc, BusinessRefusal) and exc.code == "2001201" and \
+        "already been used" in exc.message.lower()
+
+
+@dataclass
+class _Statement:
+    """An account's entries as read so far (oldest first), grouped by transfer request."""
+
+    read: int = 0
+    by_transfer: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, entries: list[dict[str, Any]]) -> None:
+        self.read += len(entries)
+        for e in entries:
+            self.by_transfer.setdefault(str(e.get("transfer_request_id")), []).append(e)
+
+
+class _AccountRequestFlow(Flow):
+    """What payouts and transfers share: one POST, its lookup, the poll, the pre-flight."""
+
+    client: AccountClient
+    noun = ""  # "payout request", for messages
+    final_status = ""  # the status (lower case) that ends the request well
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._drawn: dict[str, tuple[str, str]] = {}  # pre-flight key -> (account, currency)
+        self._ids: dict[str, str] = {}  # an account as items name it -> its id
+        self._statements: dict[str, _Statement] = {}
+
+    # ------------------------------------------------------------ what each says
+    def money(self, item: Any) -> Money:
+        raise NotImplementedError
+
+    def body(self, entry: Entry) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def send(self, body: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def find(self, reference: str) -> Any | None:
+        raise NotImplementedError
+
+    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+        """How the request the provider holds differs from the item (empty: it is ours)."""
+        raise NotImplementedError
+
+    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+        """Amounts and provider ids of the request, for the state."""
+        raise NotImplementedError
+
+    def problem_when_final(self, entry: Entry, found: dict[str, Any]) -> str | None:
+        return None
+
+    # ------------------------------------------------------------ engine hooks
+    def ready(self, entry: Entry) -> bool:
+        return entry.record["step"] == "new"
+
+    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+        money = self.money(entry.item)
+        return money.currency, money.amount
+
+    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+        money = self.money(entry.item)
+        account = entry.item.source_account_id
+        key = f"{account} {money.currency}"
+        with self._lock:
+            self._drawn[key] = (account, money.currency)
+        return key, money.amount
+
+    def usable(self) -> dict[str, Decimal]:
+        """The AVAILABLE balance of each source account the pre-flight counted, read once."""
+        with self._lock:
+            drawn = dict(self._drawn)
+        usable: dict[str, Decimal] = {}
+        for key, (account, currency) in drawn.items():
+            try:
+                balance = self._available(account)
+            except InDoubt as exc:  # not readable (gone, forbidden): it covers nothing
+                log.warning("the AVAILABLE balance of %s cannot be read: %s", account, exc)
+                balance = {"amount": 0, "currency": currency}
+            usable[key] = Decimal(balance["amount"]) if balance["currency"] == currency \
+                else Decimal(0)
+        return usable
+
+    def _available(self, account: str) -> dict[str, Any]:
+        return dict(self.read(lambda: self.client.balance(account, "AVAILABLE"))["balance"])
+
+    def commit(self, entry: Entry) -> None:
+        """Ask for the request (the money is reserved), then read its status once."""
+        if entry.record.get("intent") == self.commit_step:
+            self.settle_doubt(entry)
+            if entry.record["step"] != "new" or entry.record.get("intent"):
+                return
+        ref = entry.ref
+        body = self.body(entry)
+        try:
+            found = self._post(entry, self.commit_step, body, lambda: self.send(body),
+                               lambda: self.find(ref))
+        except ProviderError as exc:
+            if not reference_reused(exc):
+                self._fail(entry, exc)
+                return
+            try:
+                found = self.read(lambda: self.find(ref))
+            except InDoubt:  # something is held under the reference: in doubt until read
+                self.update(entry, intent=self.commit_step)
+                raise
+            if found is None:
+                self._conflict(entry, f"the provider says reference {ref} is used "
+                                      f"({exc.message}), yet does not find it")
+        self._adopt(entry, found)
+
+    def settle_doubt(self, entry: Entry) -> None:
+        """A request sent whose answer was lost: found, it is adopted; clearly not found,
+        the doubt is over and it may be sent again."""
+        if entry.record.get("intent") != self.commit_step:
+            return
+        found = self.read(lambda: self.find(entry.ref))
+        if found is None:
+            self.update(entry, intent=None)
+        else:
+            self._adopt(entry, found)
+
+    def poll(self, entry: Entry) -> bool:
+        found = self.read(lambda: self.find(entry.ref))
+        if found is None:
+            self.update(entry, outcome="unknown", error_code="missing",
+                        error_message=f"{self.noun} {entry.ref} was made, and the provider "
+                                      f"no longer finds it: check it there")
+        else:
+            self._status(entry, found)
+        return entry.record["step"] == "final"
+
+    # ------------------------------------------------------------ shared steps
+    def _conflict(self, entry: Entry, message: str) -> NoReturn:
+        self.update(entry, outcome="conflict", error_code="conflict", intent=None,
+                    error_message=message)
+        raise Conflict(entry.external_id)
+
+    def _adopt(self, entry: Entry, found: dict[str, Any]) -> None:
+        differs = self.differences(entry, found)
+        if differs:  # the doubt is over: what the provider holds is known, and not ours
+            self._conflict(entry, f"{self.noun} {entry.ref} at the provider does not match "
+                                  f"this item: {'; '.join(differs)}")
+        self.update(entry, step="confirmed", intent=None, outcome="pending",
+                    provider_ref=entry.ref, error_code=None, error_message=None, fee="0",
+                    **self.recorded(found))
+        self._status(entry, found)
+
+    def _status(self, entry: Entry, found: dict[str, Any]) -> None:
+        status = str(found.get("status") or "")
+        if status.lower() == self.final_status:
+            problem = self.problem_when_final(entry, found)
+            self.update(entry, step="final", status=status,
+                        outcome="failed" if problem else "settled",
+                        error_code="entries" if problem else None, error_message=problem)
+        elif status.lower() in WAITING:
+            self.update(entry, status=status, outcome="pending", error_code=None,
+                        error_message=None)
+        else:  # not in the document nor the sandbox: a person decides; polling goes on
+            self.update(entry, status=status, outcome="unknown", error_code="status",
+                        error_message=f"{self.noun} {entry.ref} has status {status!r}, which "
+                                      f"runner does not know: check it at the provider")
+
+    def _same_account(self, named: str, account_id: str) -> bool:
+        """True when the account an item names (by id or label) is ``account_id``."""
+        return named == account_id or self._account_id(named) == account_id
+
+    def _account_id(self, named: str) -> str | None:
+        """The id of an account an item may name by its label, as its entries show it."""
+        with self._lock:
+            if named in self._ids:
+                return self._ids[named]
+        first = self.read(lambda: next(iter(self.client.entries(named, per_page=1)), None))
+        account_id = None if first is None else str(first["account_id"])
+        if account_id is not None:
+            with self._lock:
+                self._ids[named] = account_id
+        return account_id
+
+    def _entries_of(self, account_id: str, transfer_id: str) -> list[dict[str, Any]]:
+        """The entries of ``account_id`` made by transfer request ``transfer_id``. Only the
+        entries not read yet are fetched; when none is found the statement is read again
+        from its start (in case the provider does not list it oldest first)."""
+        with self._lock:
+            statement = self._statements.setdefault(account_id, _Statement())
+        with statement.lock:
+            if transfer_id not in statement.by_transfer:
+                start = statement.read
+                statement.add(self._entries_since(account_id, start))
+                if transfer_id not in statement.by_transfer and start > 0:
+                    statement.read, statement.by_transfer = 0, {}
+                    statement.add(self._entries_since(account_id, 0))
+            return list(statement.by_transfer.get(transfer_id, ()))
+
+    def _entries_since(self, account_id: str, since: int) -> list[dict[str, Any]]:
+        return list(self.read(lambda: list(self.client.entries(account_id, since))))
+
+
+def _decimal(value: Any) -> Decimal | None:
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def _same_money(held: Any, amount: Any, currency: Any) -> bool:
+    held = held if isinstance(held, dict) else {}
+    return _decimal(held.get("amount")) == _decimal(amount) and held.get("currency") == currency
+
+
+def _amount_differs(name: str, money: Money, found: dict[str, Any]) -> list[str]:
+    held = found.get(name) or {}
+    if not _same_money(held, money.amount, money.currency):
+        return [f"{name} {held.get('amount')} {held.get('currency')}, the item "
+                f"{money.amount} {money.currency}"]
+    return []
+
+
+class PayoutFlow(_AccountRequestFlow):
+    """A payout request from an account to one of its payout bank accounts."""
+
+    kind = "payout"
+    commit_step = "payout_request"
+    noun = "payout request"
+    final_status = "charged"
+
+    def money(self, item: PayoutItem) -> Money:
+        return item.payout
+
+    def summary_of(self, item: PayoutItem) -> dict[str, Any]:
+        return {"beneficiary": item.payout_bank_account_id,
+                "identifier": {"from": item.source_account_id}}
+
+    def body(self, entry: Entry) -> dict[str, Any]:
+        return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
+
+    def send(self, body: dict[str, Any]) -> Any:
+        return self.client.create_payout_request(body)
+
+    def find(self, reference: str) -> Any | None:
+        return self.client.find_payout_request(reference)
+
+    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+        item: PayoutItem = entry.item
+        differs = _amount_differs("payout", item.payout, found)
+        if found.get("payout_bank_account_id") != item.payout_bank_account_id:
+            differs.append(f"payout bank account {found.get('payout_bank_account_id')}, the "
+                           f"item {item.payout_bank_account_id}")
+        if not self._same_account(item.source_account_id, str(found.get("source_account_id"))):
+            differs.append(f"source account {found.get('source_account_id')}, the item "
+                           f"{item.source_account_id}")
+        return differs
+
+    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+        target = found.get("target") or found["payout"]
+        return {"source_currency": found["payout"]["currency"],
+                "source_amount": str(found["payout"]["amount"]),
+                "destination_currency": target["currency"],
+                "destination_amount": str(target["amount"]),
+                "details": json.dumps({"payout request": found.get("id")})}
+
+
+class AccountTransferFlow(_AccountRequestFlow):
+    """A transfer request between two accounts, its entries checked once validated."""
+
+    kind = "account_transfer"
+    commit_step = "transfer_request"
+    noun = "transfer request"
+    final_status = "validated"
+
+    def money(self, item: AccountTransferItem) -> Money:
+        return item.transfer
+
+    def summary_of(self, item: AccountTransferItem) -> dict[str, Any]:
+        return {"beneficiary": item.target_account_id,
+                "identifier": {"from": item.source_account_id}}
+
+    def body(self, entry: Entry) -> dict[str, Any]:
+        return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
+
+    def send(self, body: dict[str, Any]) -> Any:
+        return self.client.create_transfer_request(body)
+
+    def find(self, reference: str) -> Any | None:
+        return self.client.find_transfer_request(reference)
+
+    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+        item: AccountTransferItem = entry.item
+        differs = _amount_differs("transfer", item.transfer, found)
+        for side, named in (("source", item.source_account_id),
+                            ("target", item.target_account_id)):
+            held = str(found.get(f"{side}_account_id"))
+            if not self._same_account(named, held):
+                differs.append(f"{side} account {held}, the item {named}")
+        if found.get("type") not in (None, item.type):
+            differs.append(f"type {found.get('type')}, the item {item.type}")
+        return differs
+
+    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+        money = found["transfer"]
+        return {"source_currency": money["currency"], "source_amount": str(money["amount"]),
+                "destination_currency": money["currency"],
+                "destination_amount": str(money["amount"]),
+                "details": json.dumps({"transfer request": found.get("id")})}
+
+    def problem_when_final(self, entry: Entry, found: dict[str, Any]) -> str | None:
+        """What is wrong with the transfer's entries: one debit on the source and one credit
+        on the target, each for its amount and naming the other account."""
+        transfer_id = str(found["id"])
+        money = found["transfer"]
+        source, target = str(found["source_account_id"]), str(found["target_account_id"])
+        problems = []
+        for account, way, counterpart in ((source, "debit", target),
+                                          (target, "credit", source)):
+            lines = self._entries_of(account, transfer_id)
+            if len(lines) != 1:
+                problems.append(f"{len(lines)} entries of {transfer_id} on {account}, "
+                                f"expected one {way}")
+                continue
+            line = lines[0]
+            held = line.get("entry") or {}
+            if (line.get("credit_debit_indicator") != way
+                    or not _same_money(held, money["amount"], money["currency"])
+                    or line.get("counterpart_account_id") != counterpart):
+                problems.append(
+                    f"the entry of {transfer_id} on {account} is a "
+                    f"{line.get('credit_debit_indicator')} of {held.get('amount')} "
+                    f"{held.get('currency')} with {line.get('counterpart_account_id')}, "
+                    f"expected a {way} of {money['amount']} {money['currency']} with "
+                    f"{counterpart}")
+        return "; ".join(problems) or None

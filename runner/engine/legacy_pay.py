@@ -1,0 +1,192 @@
+"""One legacy Pay, at most once: a single call (``POST /Rest/V40/PaymentOrder/Pay``) that
+takes the card or registered credential and pays, in JSON or XML as the item's ``format``
+says.
+
+The call has no lookup by external id of its own, so it falls under DESIGN.md rule 5: once
+sent, it is never sent again. An answer lost, a timeout, a 5xx or a ReturnCode 5000 (remote
+technical error, status unknown) make the item ``unknown``: it is listed for a person, with
+the ``MerchantOrder.Id`` (the payment order's external id at the collection service) to check,
+and the run exits non-zero. A run killed while a Pay was in flight leaves its intent, which
+the next run turns into ``unknown`` the same way, without sending anything. 5050 (remote
+server unavailable) is retried with backoff, as nothing was made; refusals are never retried:
+3000 (refused; the order exists, Refused) ends the item, 2000, 2500 and 94xx fail it with the
+code and message (nothing was made: a corrected job may send it again), but for a 2500 saying
+the ``MerchantOrder.Id`` is already used: that order may be this item's, paid by a run whose
+state is lost, so the item is ``unknown``.
+
+Card data never leaves the request: the state (attempts, summary, fingerprint), the logs and
+the reports see the card number as its last four digits and no CVV; other credentials by
+their names only. ``MerchantOrder.Id`` is the item's, else its external_id.
+
+Steps: new -> final. Outcomes: pending, settled (ReturnCode 1000: Authorized, or Charged at a
+point of sale), failed, unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Entry, Flow
+from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
+from runner.provider.errors import BusinessRefusal, ProviderError
+from runner.provider.legacy import PayAnswered, PayRefused, PayStatusUnknown
+
+STEP = "pay"
+CARD = "CardNumber"
+USED = "2500"  # operation not allowed; among its causes, MerchantOrder.Id already used
+
+
+def last_four(value: str | None) -> str:
+    """A card number as reports may show it: its last four digits."""
+    digits = "".join(c for c in value or "" if c.isdigit())
+    return "*" * 12 + digits[-4:] if len(digits) > 4 else "****"
+
+
+def shown_credentials(credentials: list[LegacyCredential]) -> list[dict[str, str]]:
+    """The credentials as they may be kept: the card number masked, the CVV left out, any
+    other credential by its name only."""
+    shown: list[dict[str, str]] = []
+    for c in credentials:
+        if c.name == "Cvv":
+            continue
+        if c.name == CARD:
+            shown.append({"name": c.name, "credential": last_four(c.value())})
+        else:
+            shown.append({"name": c.name})
+    return shown
+
+
+def merchant_order_id(entry: Entry) -> str:
+    return str(entry.item.MerchantOrder.Id or entry.external_id)
+
+
+class LegacyPayFlow(Flow):
+    kind = "legacy_pay"
+    commit_step = STEP
+
+    def summary_of(self, item: LegacyPayItem) -> dict[str, Any]:
+        card = next((c for c in item.Credentials if c.name == CARD), None)
+        identifier = ({"card": last_four(card.value())} if card is not None else
+                      {"credentials": ", ".join(c.name for c in item.Credentials)})
+        return {"beneficiary": item.MerchantId, "identifier": identifier}
+
+    def fingerprinted(self, item: LegacyPayItem) -> Any:
+        # The fingerprint is a hash kept in the state: it must not be one of card data.
+        kept = [LegacyCredential.model_construct(
+            name=c.name, credential_env=c.credential_env,
+            credential=last_four(c.value()) if c.name == CARD else None)
+            for c in item.Credentials if c.name != "Cvv"]
+        return item.model_copy(update={"Credentials": kept})
+
+    def ready(self, entry: Entry) -> bool:
+        return entry.record["step"] == "new"
+
+    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+        return entry.item.Currency, Decimal(entry.item.Amount)
+
+    # ------------------------------------------------------------ the call
+    def _order(self, entry: Entry) -> dict[str, Any]:
+        item: LegacyPayItem = entry.item
+        merchant_order: dict[str, Any] = {"Id": merchant_order_id(entry)}
+        customer = (item.MerchantOrder.Customer.model_dump(exclude_none=True)
+                    if item.MerchantOrder.Customer is not None else None)
+        if customer:
+            merchant_order["Customer"] = customer
+        urls = item.MerchantUrls.model_dump(exclude_none=True)
+        return {"MerchantId": item.MerchantId, "Amount": item.Amount,
+                "Currency": item.Currency, "PaymentPageId": item.PaymentPageId,
+                **({"MerchantUrls": urls} if urls else {}), "MerchantOrder": merchant_order}
+
+    def commit(self, entry: Entry) -> None:
+        item: LegacyPayItem = entry.item
+        order_id = merchant_order_id(entry)
+        order = self._order(entry)
+        credentials = [{"name": c.name, "credential": c.value()} for c in item.Credentials]
+        unset = [c.credential_env for c in item.Credentials if c.value() is None]
+        if unset:  # checked by validation; the environment may have changed since
+            self.update(entry, outcome="failed", error_code="credential",
+                        error_message=f"environment variable {unset[0]} is not set; "
+                                      f"nothing was sent")
+            return
+        shown = {"format": item.format, "PaymentOrder": order,
+                 "Credentials": shown_credentials(item.Credentials)}
+        errors: list[ProviderError] = []
+
+        def send() -> Any:
+            try:
+                return self.client.pay(order, credentials, item.format, external_id=order_id)
+            except ProviderError as exc:
+                errors.append(exc)
+                raise
+
+        base = {"provider_ref": order_id, "source_currency": item.Currency,
+                "source_amount": str(item.Amount)}
+        try:
+            answer = self.post_once(entry, STEP, shown, send)
+        except PayRefused as exc:
+            self.update(entry, step="final", outcome="failed", error_code=exc.code,
+                        error_message=exc.message, status=exc.order_status,
+                        transaction_id=exc.payment_order_id,
+                        details=_details(order_id, exc.payment_order_id), **base)
+            return
+        except BusinessRefusal as exc:
+            if exc.code == USED and "already" in exc.message.lower():
+                # This order id was paid before, maybe by this very item in a run whose
+                # state is lost: only a person can tell.
+                self.update(entry, step="final", outcome="unknown", error_code=exc.code,
+                            details=_details(order_id, None),
+                            error_message=f"the provider already holds a payment order with "
+                                          f"MerchantOrder.Id {order_id} ({exc.message}): check "
+                                          f"whether it is this item's before anything else",
+                            **base)
+            else:
+                self._fail(entry, exc, **base)
+            return
+        except ProviderError as exc:
+            self._fail(entry, exc, **base)
+            return
+        if answer is None:
+            self._unknown(entry, errors[-1] if errors else None, **base)
+            return
+        self.update(entry, step="final", outcome="settled", status=answer["Status"],
+                    transaction_id=answer["PaymentOrderId"], error_code=None,
+                    error_message=None, details=_details(order_id, answer["PaymentOrderId"]),
+                    **base)
+
+    def _unknown(self, entry: Entry, error: ProviderError | None, **values: Any) -> None:
+        order_id = merchant_order_id(entry)
+        number = error.payment_order_id if isinstance(error, PayAnswered) else None
+        if isinstance(error, PayStatusUnknown):
+            what = f"the Pay answered {error.code} ({error.message})"
+        elif error is not None:
+            what = f"the Pay was sent and no answer came back ({error})"
+        else:
+            what = "the Pay was sent and its answer was never recorded (the run ended)"
+        order = f"PaymentOrderId {number}, " if number is not None else ""
+        self.update(entry, step="final", outcome="unknown", intent=None,
+                    error_code=error.code if error is not None else None,
+                    transaction_id=number, details=_details(order_id, number),
+                    error_message=f"{what}: whether it paid is unknown. Check the payment "
+                                  f"order ({order}MerchantOrder.Id {order_id}) at the "
+                                  f"provider; runner never sends this Pay again", **values)
+
+    def settle_doubt(self, entry: Entry) -> None:
+        """A Pay in flight when a run ended: rule 5, nothing is sent, a person checks."""
+        if entry.record.get("intent") != STEP:
+            return
+        for attempt in self.state.attempts(entry.external_id):
+            if attempt["step"] == STEP and attempt["finished_at"] is None:
+                self.state.end_attempt(attempt["id"], entry.external_id, "in_doubt",
+                                       message="the run ended before the answer was recorded")
+        item: LegacyPayItem = entry.item
+        self._unknown(entry, None, provider_ref=merchant_order_id(entry),
+                      source_currency=item.Currency, source_amount=str(item.Amount))
+
+
+def _details(order_id: str, payment_order_id: int | None) -> str:
+    details: dict[str, Any] = {"MerchantOrder.Id": order_id}
+    if payment_order_id is not None:
+        details["PaymentOrderId"] = payment_order_id
+    return json.dumps(details)
