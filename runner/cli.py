@@ -374,5 +374,37 @@ def report(job: Path, fmt: str, output: Path | None, email: bool, state: Path | 
         click.echo(f"emailed to {', '.join(email_summary(loaded, rendered))}", err=True)
 
 
+@main.command()
+@job_argument
+@click.argument("external_id")
+@click.option("--outcome", type=click.Choice(["settled", "failed"]), required=True,
+              help="What the provider shows: the money moved (settled) or it did not.")
+@click.option("--note", required=True, help="What was checked, for the record.")
+@state_option
+@reports_errors
+def resolve(job: Path, external_id: str, outcome: str, note: str, state: Path | None) -> None:
+    """Record what a person found at the provider for an unknown or conflicting item.
+
+    Such items (a call with no lookup whose answer was lost, or a provider record that is
+    not the item) keep every run's exit code at 1 until a person has checked them. Nothing
+    is sent: the item becomes final with the given outcome and the note.
+
+    \b
+    Example:
+      runner resolve jobs/charges.yaml charges-2026-11-C3 --outcome settled \\
+        --note "charge 4411 found DONE in the back office"
+    """
+    from runner.job import load_job
+    from runner.state import StateStore
+
+    loaded = load_job(job)
+    store = StateStore(state_path_of(state))
+    try:
+        store.resolve(loaded.name, external_id, outcome, note)
+    finally:
+        store.close()
+    click.echo(f"{external_id}: {outcome} (resolved by hand)")
+
+
 main.add_command(sandbox)
 main.add_command(schema)

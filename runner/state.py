@@ -187,6 +187,26 @@ class StateStore:
         with self.lock, self.db.atomic():
             self.db.table("items").update(external_id, {**values, "updated_at": now_iso()})
 
+    def resolve(self, job_name: str, external_id: str, outcome: str, note: str) -> None:
+        """Record what a person found at the provider for an item runner could not settle
+        (``unknown`` or ``conflict``): it is final from now on, and the note says why."""
+        record = self.item(external_id)
+        if record is None or record["job_name"] != job_name:
+            raise StateError(f"{external_id}: no such item in job {job_name}")
+        if record["outcome"] not in ("unknown", "conflict"):
+            raise StateError(f"{external_id} is {record['outcome']}: only unknown or conflict "
+                             f"items are resolved by hand")
+        with self.lock, self.db.atomic():
+            self.db.table("attempts").insert({
+                "external_id": external_id, "step": "resolve", "started_at": now_iso(),
+                "finished_at": now_iso(), "result": outcome,
+                "request": json.dumps({"was": record["outcome"], "note": note}),
+                "message": note})
+            self.db.table("items").update(external_id, {
+                "outcome": outcome, "step": "final", "intent": None,
+                "error_code": "resolved" if outcome == "failed" else None,
+                "error_message": f"by hand: {note}", "updated_at": now_iso()})
+
     # ------------------------------------------------------------ attempts (rule 2)
     def begin_attempt(self, run_id: int, external_id: str, step: str,
                       request: dict[str, Any]) -> int:

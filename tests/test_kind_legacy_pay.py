@@ -226,6 +226,27 @@ def test_a_status_unknown_card_is_left_for_a_person_and_never_sent_again(
     assert pays(adm) == 1 and orders(sb)["lp-e"]["status"] == "Error"
 
 
+def test_a_person_resolves_an_unknown_item_and_runs_are_clean_again(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    job = write_job(tmp_path, sb, [("e", "10.00", "json", ERROR), ("p", "12.00", "json",
+                                                                   "4111111111111111")])
+    assert runner("run", job, state)[0] == 1
+    code, out, err = runner("resolve", job, state, "lp-p", "--outcome", "failed",
+                            "--note", "x")
+    assert (code, err) == (1, ["error: lp-p is settled: only unknown or conflict items are "
+                               "resolved by hand"])
+    assert runner("resolve", job, state, "lp-e", "--outcome", "failed", "--note",
+                  "order in status Error in the back office") == (
+        0, ["lp-e: failed (resolved by hand)"], [])
+    assert attempts(state, "lp-e")[-1] == ("resolve", "failed", None)
+    code, out, _ = runner("status", job, state)
+    assert out[0] == f"{NAME}: 2 items: 1 settled, 1 failed"
+    assert any(line.startswith("  failed lp-e (row 2): resolved by hand: order in "
+                               "status Error") for line in out), out
+    assert runner("run", job, state)[0] == 1  # a failed item still says so
+    assert pays(adm) == 2
+
+
 @pytest.mark.parametrize("fault", ["lost_next", "error_next"])
 def test_a_pay_whose_answer_is_lost_or_5xx_is_unknown_and_never_sent_again(
         fault: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
