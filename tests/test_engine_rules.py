@@ -35,8 +35,8 @@ from engine_support import (
     write_job,
 )
 
+from runner.engine.flow import Entry
 from runner.engine.policy import Decision, RetryPolicy, decide
-from runner.engine.remittance import Entry
 from runner.provider.errors import (
     AlreadyConfirmed,
     AuthenticationError,

@@ -1,0 +1,236 @@
+"""Quotation -> creation -> confirm -> final status, exactly once: the shape the money
+transfer service (transactions) and the merchant payment service (payments) share.
+
+The quotation and the created object share the item's external_id (``-r2``, ``-r3`` ...
+after an expiry, and only once the provider has said the earlier attempt can no longer be
+confirmed: 1008003 / 1007004, or the quotation expired before anything was created under
+it). Every POST is preceded by its intent and, when in doubt, resolved by a lookup by
+external_id (``Flow.post``); what a lookup or a 1007001 finds is adopted only when it is
+this item, else the item is a conflict. Confirm is the commit. Status classes 2, 5 and 6
+are waited for; 7 (COMPLETED) settles the item; 3, 4, 8, 9 fail it with the provider's
+status.
+
+Steps: new -> quoted -> created -> confirmed -> final. A subclass names its created object
+(``created``), the fields of its quotation request, the client calls, what it keeps of a
+quotation, and how it recognises its own quotation and object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Conflict, Entry, Flow
+from runner.provider.errors import AlreadyConfirmed, ProviderError, QuotationExpired
+from runner.provider.http import ext
+
+FINAL_CLASSES = {"3", "4", "7", "8", "9"}
+CREATED = "10000"
+
+
+def given(fields: dict[str, Any] | None) -> dict[str, Any]:
+    """The fields that have a value (to compare who is paid, whatever shows the empty)."""
+    return {k: v for k, v in (fields or {}).items() if v is not None}
+
+
+def same_amount(a: Any, b: Any) -> bool:
+    return a is not None and b is not None and Decimal(str(a)) == Decimal(str(b))
+
+
+class QuotedFlow(Flow):
+    created = ""  # "transaction", "payment": the intent name of the creation
+    quotation_fields: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------ what a subclass says
+    def create_quotation(self, body: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def find_quotation(self, ref: str) -> Any | None:
+        raise NotImplementedError
+
+    def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def find_object(self, ref: str) -> Any | None:
+        raise NotImplementedError
+
+    def confirm_object(self, ref: str) -> Any:
+        raise NotImplementedError
+
+    def quotation_matches(self, entry: Entry, quotation: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def quoted(self, quotation: dict[str, Any]) -> dict[str, Any]:
+        """The state columns a quotation fills (amounts, currencies, fee)."""
+        raise NotImplementedError
+
+    def object_matches(self, entry: Entry, obj: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def kept(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """More state columns taken from the object at each status (e.g. details)."""
+        return {}
+
+    # ------------------------------------------------------------ the engine's calls
+    def needs_prepare(self, entry: Entry) -> bool:
+        return entry.record["step"] in ("new", "quoted")
+
+    def ready(self, entry: Entry) -> bool:
+        return entry.record["step"] == "created"
+
+    def commit(self, entry: Entry) -> None:
+        self.confirm(entry)
+
+    def prepare(self, entry: Entry) -> None:
+        """Quote and create (steps new -> quoted -> created)."""
+        while entry.record["step"] in ("new", "quoted"):
+            if entry.record["step"] == "new":
+                if not self._quote(entry):
+                    return
+            elif not self._create(entry):
+                return
+
+    def confirm(self, entry: Entry) -> None:
+        """Confirm what was created (the money moves); -rN after an expiry."""
+        while entry.record["step"] in ("new", "quoted", "created"):
+            if entry.record["step"] != "created":
+                self.prepare(entry)
+                if entry.record["step"] != "created":
+                    return
+            if not self._confirm_once(entry):
+                return
+
+    def settle_doubt(self, entry: Entry) -> None:
+        """Resolve a confirm whose answer was lost, by lookup, without confirming anything:
+        confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
+        if entry.record.get("intent") != "confirm":
+            return
+        obj = self.read(lambda: self.find_object(entry.ref))
+        if obj is not None and obj["status"] != CREATED:
+            self._status(entry, obj, step="confirmed")
+        elif obj is not None:
+            self.update(entry, intent=None)
+
+    def poll(self, entry: Entry) -> bool:
+        """Read the status once; True when the item is final."""
+        obj = self.read(lambda: self.find_object(entry.ref))
+        if obj is not None:
+            self._status(entry, obj, step="confirmed")
+        return entry.record["step"] == "final"
+
+    # ------------------------------------------------------------ steps
+    def _quote(self, entry: Entry) -> bool:
+        ref = entry.ref
+        body = {"external_id": ref,
+                **entry.item.model_dump(include=self.quotation_fields, exclude_none=True)}
+        found = None
+        if entry.record.get("intent") == "quotation":
+            found = self.read(lambda: self.find_quotation(ref))
+        try:
+            quotation = found or self._post(entry, "quotation", body,
+                                            lambda: self.create_quotation(body),
+                                            lambda: self.find_quotation(ref))
+        except ProviderError as exc:
+            self._fail(entry, exc)
+            return False
+        if not self.quotation_matches(entry, quotation):
+            self._conflict(entry, f"quotation {ref} at the provider does not match this item")
+        self.update(entry, step="quoted", intent=None, quotation_id=quotation["id"],
+                    provider_ref=ref, expires_at=quotation["expiration_date"],
+                    outcome="pending", error_code=None, error_message=None,
+                    **self.quoted(quotation))
+        return True
+
+    def _conflict(self, entry: Entry, message: str) -> None:
+        # The doubt is over: what the provider holds is known, and it is not this item.
+        self.update(entry, outcome="conflict", error_code="conflict", intent=None,
+                    error_message=message)
+        raise Conflict(entry.external_id)
+
+    def _expired(self, entry: Entry) -> bool:
+        expires = entry.record.get("expires_at")
+        if not expires:
+            return False
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > str(expires)
+
+    def _next_attempt(self, entry: Entry) -> None:
+        self.update(entry, step="new", intent=None,
+                    attempt=int(entry.record.get("attempt") or 1) + 1,
+                    quotation_id=None, transaction_id=None)
+
+    def _create(self, entry: Entry) -> bool:
+        ref = entry.ref
+        if entry.record.get("intent") != self.created and self._expired(entry):
+            self._next_attempt(entry)  # nothing was asked under this quotation
+            return True
+        body = {"external_id": ref, **entry.item.model_dump(exclude=self.quotation_fields,
+                                                            exclude_none=True)}
+        found = None
+        if entry.record.get("intent") == self.created:
+            found = self.read(lambda: self.find_object(ref))
+        try:
+            obj = found or self._post(entry, self.created, body,
+                                      lambda: self.create_object(ext(ref), body),
+                                      lambda: self.find_object(ref))
+        except QuotationExpired:
+            self._next_attempt(entry)
+            return True
+        except ProviderError as exc:
+            self._fail(entry, exc)
+            return False
+        if obj["external_id"] != ref or not self.object_matches(entry, obj):
+            self._conflict(entry, f"{self.created} {ref} at the provider does not match "
+                                  f"this item")
+        self._status(entry, obj, step="created")
+        return True
+
+    def _status(self, entry: Entry, obj: dict[str, Any], step: str) -> None:
+        klass = str(obj["status_class"])
+        values: dict[str, Any] = {"step": step, "intent": None, "transaction_id": obj["id"],
+                                  "status": obj["status"], "status_class": klass,
+                                  "status_message": obj["status_message"], **self.kept(obj)}
+        if klass in FINAL_CLASSES:
+            values["step"] = "final"
+            values["outcome"] = "settled" if klass == "7" else "failed"
+            if klass != "7":
+                values["error_code"] = obj["status"]
+                values["error_message"] = obj["status_message"]
+        elif step == "created":
+            values["outcome"] = "pending"
+        self.update(entry, **values)
+
+    def _confirm_once(self, entry: Entry) -> bool:
+        """One confirm; True when a new attempt (-rN) was started and needs confirming."""
+        ref = entry.ref
+        find: Callable[[], Any] = lambda: self.find_object(ref)  # noqa: E731
+        if entry.record.get("intent") == "confirm":
+            obj = self.read(find)
+            if obj is not None and obj["status"] != CREATED:
+                self._status(entry, obj, step="confirmed")
+                return False
+        try:
+            obj = self._post(entry, "confirm", {self.created: ref},
+                             lambda: self.confirm_object(ref),
+                             lambda: self._confirmed_or_none(ref))
+        except AlreadyConfirmed:
+            obj = self.read(find)
+        except QuotationExpired:
+            self._next_attempt(entry)  # proved unconfirmable: a new attempt may be made
+            return True
+        except ProviderError as exc:
+            obj = self.read(find)
+            if obj is None or str(obj["status_class"]) not in FINAL_CLASSES:
+                self._fail(entry, exc)
+                return False
+        self._status(entry, obj, step="confirmed")
+        return False
+
+    def _confirmed_or_none(self, ref: str) -> Any | None:
+        """A lost confirm is resolved by the object's status: still CREATED means the
+        confirm did not happen (so it may be sent again)."""
+        obj = self.find_object(ref)
+        if obj is None or obj["status"] == CREATED:
+            return None
+        return obj
