@@ -21,6 +21,7 @@ from pydantic import Field, field_validator, model_validator
 
 from runner.job import fields
 from runner.job.fields import Amount, FieldProblem, JobModel, Text, require_amount
+from runner.job.money_transfer import Party
 
 Gender = Literal["MALE", "FEMALE"]
 IdType = Literal[
@@ -61,30 +62,11 @@ class DebitPartyIdentifier(JobModel):
     email: Text = None
 
 
-class Consumer(JobModel):
-    lastname: Text = None
-    lastname2: Text = None
-    middlename: Text = None
-    firstname: Text = None
-    nativename: Text = None
-    nationality_country_iso_code: Text = None
-    code: Text = None
-    date_of_birth: Text = None
-    country_of_birth_iso_code: Text = None
-    gender: Gender | None = None
-    address: Text = None
-    postal_code: Text = None
-    city: Text = None
-    country_iso_code: Text = None
-    msisdn: Text = None
-    email: Text = None
-    id_type: IdType | None = None
-    id_country_iso_code: Text = None
-    id_number: Text = None
-    id_delivery_date: Text = None
-    id_expiration_date: Text = None
-    occupation: Text = None
-    province_state: Text = None
+class Consumer(Party):
+    """The person fields of document 2's parties, with this document's enumerations."""
+
+    gender: Gender | None = None  # type: ignore[assignment]
+    id_type: IdType | None = None  # type: ignore[assignment]
     bank_account_holder_name: Text = None
     source_of_funds: SourceOfFunds | None = None
 
