@@ -35,7 +35,7 @@ from runner.job.cli import schema
 from runner.sandbox.cli import sandbox
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
-    from runner.engine import RunResult
+    from runner.engine.batch import RunResult
     from runner.job import Job
     from runner.summary import Templates
 
@@ -166,7 +166,7 @@ def _logging(quiet: bool, verbose: bool) -> None:
 
 def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool) -> None:
-    from runner.engine import RunOptions, run_job
+    from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
     from runner.outcome import Outcome
     from runner.provider.connect import connect

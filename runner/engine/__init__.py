@@ -1,6 +1,3 @@
-"""The engine: per-kind pipelines (``remittance``), the retry policy (``policy``) and the
-run of a whole job (``batch``)."""
-
-from runner.engine.batch import RunOptions, RunResult, run_job
-
-__all__ = ["RunOptions", "RunResult", "run_job"]
+"""The engine: per-kind pipelines (``remittance``, ``merchant_payment`` ... over the shared
+``flow`` and ``quoted`` bases), the retry policy (``policy``) and the run of a whole job
+(``batch.run_job``)."""

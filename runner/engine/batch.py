@@ -166,6 +166,7 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
                          report=report, refused=refused)
     todo = [e for e in entries if e.record["step"] != "final"
             and e.record["outcome"] not in SKIP]
+    earlier = {e.external_id for e in todo if e.record["step"] == "confirmed"}
     if options.ask is not None and todo and not options.ask(_plan(flow, todo)):
         return RunResult(0, "cancelled; nothing was sent", entries, report, refused)
     workers = options.concurrency or job.run.concurrency
@@ -196,7 +197,7 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
                                    f"{short}: nothing was confirmed (--allow-partial "
                                    f"confirms what the balance covers)")
                 phase.run(flow.commit_step, flow.commit, ready)
-        _poll(flow, phase, entries, options, float(job.run.wait_for_final))
+        _poll(flow, phase, entries, options, float(job.run.wait_for_final), earlier)
     if "provider unreachable" in problems:
         return _finish(entries, report, refused, 75, "the provider is unreachable; "
                                                     "run again later to resume")
@@ -267,8 +268,13 @@ def _preflight(flow: Flow, ready: list[Entry]) -> str:
 
 
 def _poll(flow: Flow, phase: _Phase, entries: list[Entry], options: RunOptions,
-          wait: float) -> None:
+          wait: float, earlier: set[str]) -> None:
+    """Follow what is confirmed to its final status, for ``wait`` seconds at most. With 0,
+    what this run confirmed is not read (it stays pending for the next run), but what
+    earlier runs confirmed is read once: else it would never be followed."""
     waiting = [e for e in entries if e.record["step"] == "confirmed"]
+    if wait <= 0:
+        waiting = [e for e in waiting if e.external_id in earlier]
     deadline = options.clock() + wait
     interval = 0.2
     while waiting and not options.stop.is_set():

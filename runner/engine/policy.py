@@ -44,19 +44,25 @@ class RetryPolicy:
     first_wait: float = 0.5
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
-    def call(self, fn: Callable[[], T], idempotent: bool) -> T:
-        """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""
+    def __post_init__(self) -> None:
+        # Built once: tenacity keeps each call's state per thread, so workers share these.
+        self._retrying = {idempotent: self._build(idempotent) for idempotent in (True, False)}
+
+    def _build(self, idempotent: bool) -> tenacity.Retrying:
         backoff = tenacity.wait_exponential(multiplier=self.first_wait, max=self.max_wait) \
             + tenacity.wait_random(0, self.first_wait)
-        retrying = tenacity.Retrying(
+        return tenacity.Retrying(
             retry=tenacity.retry_if_exception(
                 lambda e: decide(e, idempotent) is Decision.RETRY),
             stop=tenacity.stop_after_attempt(self.attempts),
             # The jitter is added after the exponential's cap: cap the sum, so that no wait
             # is ever longer than max_wait.
             wait=lambda state: min(backoff(state), self.max_wait),
-            sleep=self.sleep,
+            sleep=lambda seconds: self.sleep(seconds),
             reraise=True,
         )
-        result: Any = retrying(fn)
+
+    def call(self, fn: Callable[[], T], idempotent: bool) -> T:
+        """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""
+        result: Any = self._retrying[idempotent](fn)
         return result  # type: ignore[no-any-return]

@@ -12,7 +12,23 @@ clock, with test triggers), ``callbacks`` (signed, retried deliveries), ``faults
 in the foreground or in a thread).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from runner.sandbox.config import SandboxConfig
-from runner.sandbox.server import RunningSandbox, serve, start_in_thread
+
+if TYPE_CHECKING:
+    from runner.sandbox.server import RunningSandbox, serve, start_in_thread
 
 __all__ = ["RunningSandbox", "SandboxConfig", "serve", "start_in_thread"]
+
+
+def __getattr__(name: str) -> Any:
+    # The server (FastAPI, uvicorn) is imported when first asked for, so that a run against
+    # a real provider, or the command line's start-up, does not pay for it.
+    if name in ("RunningSandbox", "serve", "start_in_thread"):
+        from runner.sandbox import server
+
+        return getattr(server, name)
+    raise AttributeError(name)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from runner.engine.policy import RetryPolicy
 from runner.errors import JobError
 from runner.job import Job, ValidItem, iter_items
 from runner.job.merchant_payment import MerchantPaymentItem
@@ -85,6 +86,11 @@ class Report:
         }
 
 
+# Reads of the catalogue: a few quick tries, so that a passing 5xx, 503 or lost answer does not
+# end a run before anything is sent, while an unreachable provider is reported within a second.
+READS = RetryPolicy(attempts=3, first_wait=0.1, max_wait=0.5)
+
+
 class Catalogue:
     """The provider data items are checked against, each piece fetched once per run."""
 
@@ -94,10 +100,11 @@ class Catalogue:
 
     def once(self, key: tuple[str, Any], fetch: Callable[[], Any]) -> Any:
         """``fetch()`` the first time ``key`` is asked, then the same answer (None for a
-        resource the provider does not have)."""
+        resource the provider does not have). A passing failure is retried (these are
+        reads); one that lasts ends the validation with the provider's error."""
         if key not in self._cache:
             try:
-                self._cache[key] = fetch()
+                self._cache[key] = READS.call(fetch, idempotent=True)
             except NotFound:
                 self._cache[key] = None
         return self._cache[key]

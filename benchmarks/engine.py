@@ -1,0 +1,311 @@
+"""The engine's throughput: N remittances through a sandbox with L ms per call, C workers.
+
+Starts ``runner sandbox serve --latency-ms L --submit-delay 0 --complete-delay 0 --balance
+EUR=100000000`` in its own process (so it shares no GIL with the runner), writes a job of N
+rows like jobs/payroll.csv (same payers and amounts, unique external_ids) with
+``run.wait_for_final: 0s``, then times ``runner run JOB --yes --state S --concurrency C``
+as a subprocess, from its start to its exit (Python start-up, loading and validating the job
+and the state included). The run measures quotation + transaction + confirm: with
+``wait_for_final: 0s`` no time is spent waiting for final statuses (the engine still reads
+each confirmed item's status once). It prints the wall time, the ideal N x 3 x L / C (the
+three POSTs per item at L ms each, C at a time, nothing else), their ratio, items/s and the
+calls the sandbox received. Then it runs the same, finished, batch again and prints its time
+and the POSTs the sandbox received meanwhile (GET /_admin/requests before and after).
+
+    .venv/bin/python benchmarks/engine.py                      # 2000 items, 20 ms, 16 workers
+    .venv/bin/python benchmarks/engine.py --items 10000 --latency-ms 0   # the second-run case
+
+Each run also prints the CPU seconds of the runner and of the sandbox (a runner near 100%
+of the wall time is bound by its own CPU: one core, the GIL). ``--timeline`` samples the
+sandbox's request counts every 50 ms and prints when the first and last POST arrived (and
+the POST phase against the ideal); ``--floor`` first times the same N x 3 POSTs sent by a
+minimal client (http.client, C threads, nothing else), the floor of this machine and sandbox.
+
+Targets: the first run within 1.3 x ideal (when L > 0); the second run sends no POST and
+takes at most 3 s. ``--strict`` exits 1 when one is missed (and always when a run fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import simplejson
+from chaos import KEY, SECRET, admin, runner_command, runner_env, write_batch
+
+JOB_NAME = "bench-2026-11"
+FIRST_RUN_TARGET = 1.3  # x ideal
+SECOND_RUN_TARGET = 3.0  # seconds
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_sandbox(port: int, latency_ms: float, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "runner", "sandbox", "serve", "--port", str(port),
+             "--api-key", KEY, "--api-secret", SECRET, "--latency-ms", str(latency_ms),
+             "--submit-delay", "0", "--complete-delay", "0", "--balance", "EUR=100000000"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=runner_env())
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the sandbox did not start (exit {server.returncode}); see {log}")
+        try:
+            admin(url, "GET", "/clock")
+            return server
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    server.wait()
+    raise SystemExit("the sandbox did not answer within 30 s")
+
+
+@dataclass
+class Timeline:
+    """The sandbox's request counts sampled while a run goes (``--timeline``): when the first
+    call, the first and last POST and the last call arrived, from the run's start."""
+
+    url: str
+    every: float = 0.05
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, POSTs, GETs)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            counts = admin(self.url, "GET", "/requests")["counts"]
+            self.samples.append((time.monotonic() - self._started, int(counts.get("POST", 0)),
+                                 int(counts.get("GET", 0))))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def post_span(self) -> float | None:
+        """Seconds from the first to the last POST, or None."""
+        last = max((p for _, p, _ in self.samples), default=0)
+        if not last:
+            return None
+        first = next(t for t, p, _ in self.samples if p)
+        end = next(t for t, p, _ in self.samples if p >= last)
+        return end - first
+
+    def describe(self, wall: float) -> str:
+        def first(pred: Any) -> str:
+            t = next((t for t, p, g in self.samples if pred(p, g)), None)
+            return "-" if t is None else f"{t:.2f}"
+
+        last_post = max((p for _, p, _ in self.samples), default=0)
+        last_call = max((p + g for _, p, g in self.samples), default=0)
+        return (f"timeline (s from start, +-{self.every:.2f}): first call "
+                f"{first(lambda p, g: p + g)}, first POST {first(lambda p, g: p)}, last POST "
+                f"{first(lambda p, g: last_post and p >= last_post)}, last call "
+                f"{first(lambda p, g: last_call and p + g >= last_call)}, exit {wall:.2f}")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Timed:
+    code: int
+    seconds: float
+    counts: dict[str, int]
+    runner_cpu: float  # user + system seconds of the runner process
+    sandbox_cpu: float | None
+    timeline: Timeline | None = None
+
+    def cpu(self) -> str:
+        sandbox = "-" if self.sandbox_cpu is None else f"{self.sandbox_cpu:.2f} s"
+        return (f"CPU: runner {self.runner_cpu:.2f} s ({100 * self.runner_cpu / self.seconds:.0f}%"
+                f" of the wall time), sandbox {sandbox}")
+
+
+def timed_run(command: list[str], cwd: Path, url: str, log: Path, timeline: bool,
+              sandbox_pid: int) -> Timed:
+    admin(url, "DELETE", "/requests")
+    line = Timeline(url) if timeline else None
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server = cpu_seconds(sandbox_pid)
+    with log.open("wb") as out:
+        started = time.monotonic()
+        if line is not None:
+            line.start()
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=runner_env())
+        code = proc.wait()
+        seconds = time.monotonic() - started
+        if line is not None:
+            line.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_after = cpu_seconds(sandbox_pid)
+    runner_cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    sandbox_cpu = None if server is None or server_after is None else server_after - server
+    counts = {k: int(v) for k, v in admin(url, "GET", "/requests")["counts"].items()}
+    return Timed(code, seconds, counts, runner_cpu, sandbox_cpu, line)
+
+
+def calls(counts: dict[str, int], method: str) -> str:
+    groups = sorted(((k.split(" ", 1)[1], v) for k, v in counts.items()
+                     if k.startswith(method + " ")), key=lambda kv: -kv[1])
+    inner = ", ".join(f"{g} {n}" for g, n in groups)
+    return f"{method} {counts.get(method, 0)}" + (f" ({inner})" if inner else "")
+
+
+def floor_seconds(port: int, posts: int, concurrency: int) -> float:
+    """How long a minimal client (http.client, one keep-alive connection per thread, no state,
+    no validation) takes to send ``posts`` quotation POSTs, ``concurrency`` at a time: what
+    the sandbox and this machine allow, whatever the engine does."""
+    from runner.provider.auth import digest_headers
+
+    def work(k: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            for i in range(k, posts, concurrency):
+                body = simplejson.dumps({
+                    "external_id": f"floor-{i}", "payer_id": 1, "mode": "SOURCE_AMOUNT",
+                    "source": {"country_iso_code": "FRA", "currency": "EUR", "amount": "100.00"},
+                    "destination": {"currency": "KES"}})
+                conn.request("POST", "/v1/money-transfer/quotations", body=body, headers={
+                    "Content-Type": "application/json", **digest_headers(KEY, SECRET)})
+                answer = conn.getresponse()
+                answer.read()
+                if answer.status != 201:
+                    raise RuntimeError(f"floor: HTTP {answer.status}")
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(concurrency)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - started
+
+
+def startup_seconds() -> float:
+    """How long ``python -m runner --version`` takes: the floor of any run."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "runner", "--version"], check=True,
+                   stdout=subprocess.DEVNULL, env=runner_env())
+    return time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--timeline", action="store_true",
+                        help="sample the sandbox's request counts every 50 ms during the runs "
+                             "(costs the sandbox a little)")
+    parser.add_argument("--floor", action="store_true",
+                        help="first time N x 3 quotation POSTs from a minimal client "
+                             "(http.client, C threads): the floor this machine and sandbox allow")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="work in this folder and keep it (job, CSV, state, logs)")
+    args = parser.parse_args()
+
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="engine-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_sandbox(port, args.latency_ms, folder / "sandbox.log")
+    ok = True
+    try:
+        job, _ = write_batch(folder, url, args.items, name=JOB_NAME,
+                             concurrency=args.concurrency, timeout="30s", wait_for_final="0s",
+                             max_wait="60s", script="engine.py")
+        state = folder / "state.sqlite"
+        command = runner_command(job, state, "--concurrency", str(args.concurrency))
+        n, latency, c = args.items, args.latency_ms, args.concurrency
+        print(f"engine benchmark: {n} items, sandbox latency {latency:g} ms per call (own "
+              f"process), concurrency {c}; {os.cpu_count()} CPU(s), load average "
+              f"{os.getloadavg()[0]:.2f}; python -m runner --version alone takes "
+              f"{startup_seconds():.2f} s")
+
+        ideal = n * 3 * latency / 1000 / c
+        if args.floor:
+            floor = floor_seconds(port, n * 3, c)
+            print(f"floor: a minimal client sends the {n * 3} POSTs in {floor:.2f} s"
+                  + (f" = {floor / ideal:.2f} x ideal" if ideal else ""))
+        first = timed_run(command, folder, url, folder / "run-1.log", args.timeline,
+                          server.pid)
+        print(f"first run: quotation + transaction + confirm (wait_for_final: 0s, so no "
+              f"waiting for final statuses): exit {first.code}")
+        ratio = first.seconds / ideal if ideal else None
+        verdict = ""
+        if ratio is not None:
+            met = ratio <= FIRST_RUN_TARGET
+            ok = ok and met
+            verdict = f" (target <= {FIRST_RUN_TARGET}: {'met' if met else 'MISSED'})"
+        print(f"  wall {first.seconds:.2f} s; ideal {n} x 3 x {latency:g} ms / {c} = "
+              f"{ideal:.2f} s; ratio "
+              f"{'-' if ratio is None else f'{ratio:.2f}'}{verdict}; "
+              f"{n / first.seconds:.0f} items/s")
+        print(f"  calls: {calls(first.counts, 'POST')}; {calls(first.counts, 'GET')}")
+        print(f"  {first.cpu()}")
+        if first.timeline is not None:
+            print(f"  {first.timeline.describe(first.seconds)}")
+            span = first.timeline.post_span()
+            if span is not None and ideal:
+                print(f"  POST phase (first to last POST): {span:.2f} s = {span / ideal:.2f} x "
+                      f"ideal")
+
+        second = timed_run(command, folder, url, folder / "run-2.log", args.timeline,
+                           server.pid)
+        posts = second.counts.get("POST", 0)
+        met = posts == 0 and second.seconds <= SECOND_RUN_TARGET
+        ok = ok and met
+        print(f"second run of the finished batch: exit {second.code}; {second.seconds:.2f} s; "
+              f"POSTs the sandbox received meanwhile: {posts} (target: no POST, <= "
+              f"{SECOND_RUN_TARGET:g} s: {'met' if met else 'MISSED'})")
+        print(f"  calls: {calls(second.counts, 'POST')}; {calls(second.counts, 'GET')}")
+        print(f"  {second.cpu()}")
+        if second.timeline is not None:
+            print(f"  {second.timeline.describe(second.seconds)}")
+        failed = first.code != 0 or second.code != 0
+        if failed:
+            print(f"a run failed: see {folder}/run-1.log, run-2.log")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    sys.exit(1 if failed or (args.strict and not ok) else 0)
+
+
+if __name__ == "__main__":
+    main()
