@@ -86,7 +86,8 @@ def _update_items(external_id: str, values: dict[str, Any]) -> tuple[str, list[A
 
 
 def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # On every write: isoformat is several times cheaper than strftime.
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 class LeaseHeld(StateError):
