@@ -3,8 +3,10 @@ helpers to talk to it. Timings are shrunk so nothing waits for real more than mi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,3 +130,30 @@ def hmac_api(sandbox: RunningSandbox) -> Api:
 @pytest.fixture
 def admin(sandbox: RunningSandbox) -> Admin:
     return Admin(sandbox.url)
+
+
+@pytest.fixture(autouse=True)
+def own_logging() -> Iterator[None]:
+    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
+    logger = logging.getLogger("runner")
+    handlers, level = logger.handlers[:], logger.level
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+
+
+@pytest.fixture
+def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
+    """A sandbox whose confirmed items move on its next tick (engine tests)."""
+    return sandbox_factory(submit_delay=0, complete_delay=0)
+
+
+@pytest.fixture
+def adm(sb: RunningSandbox) -> Admin:
+    return Admin(sb.url)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """Where a test's state database goes."""
+    return tmp_path / "s.sqlite"

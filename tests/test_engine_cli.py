@@ -7,13 +7,12 @@ its next tick, so the run's poll loop ends at once.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -39,31 +38,6 @@ from runner.state import LEASE_TTL, StateStore
 JOB_NAME = "pay-2026-11"
 EVERY = {"pay-a": 1, "pay-b": 1, "pay-c": 1}
 START = Decimal("10000000.00")
-
-
-@pytest.fixture(autouse=True)
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
-@pytest.fixture
-def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
-    return sandbox_factory(submit_delay=0, complete_delay=0)
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def runner(command: str, job: Path, state: Path, *more: str) -> tuple[int, list[str],

@@ -62,22 +62,6 @@ START = Decimal("10000000.00")
 COST = Decimal("64.50")  # 10 + 20 + 30, plus a fee of 1.50 each
 
 
-@pytest.fixture
-def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
-    """A sandbox whose confirmed items complete on its next tick."""
-    return sandbox_factory(submit_delay=0, complete_delay=0)
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
-
-
 def calls(admin: Admin) -> list[tuple[str, str]]:
     """The provider calls seen, oldest first, without the job's validation reads."""
     seen = [(c["method"], c["path"].removeprefix(MT)) for c in admin.requests()["recent"]]

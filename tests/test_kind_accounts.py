@@ -92,18 +92,8 @@ def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
 
 
 @pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
 def api(sb: RunningSandbox) -> Api:
     return Api(sb.url, (KEY, SECRET))
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def write_job(folder: Path, sandbox: RunningSandbox, kind: str,

@@ -10,14 +10,13 @@ order's external id) and the calls it received.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,29 +75,9 @@ run:
 """
 
 
-@pytest.fixture(autouse=True)
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
 @pytest.fixture
 def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
     return sandbox_factory()
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def write_job(folder: Path, sb: RunningSandbox, rows: list[tuple[str, str, str, str]], *,

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -90,22 +89,6 @@ def write_job(folder: Path, sandbox: RunningSandbox | str, rows: str = ROWS, *,
                                timeout=timeout, confirm=str(confirm).lower(),
                                concurrency=concurrency), encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
-    """A sandbox whose confirmed payments complete on its next tick."""
-    return sandbox_factory(submit_delay=0, complete_delay=0)
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 # ---------------------------------------------------------------- what the provider holds

@@ -10,14 +10,13 @@ received.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,29 +61,9 @@ ROWS = [("lyon", "Lyon SARL", "Lyon Shop", "TPL-STANDARD", "lyon-eur"),
 EVERY = {"shop-lyon", "shop-berlin", "shop-austin"}
 
 
-@pytest.fixture(autouse=True)
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
 @pytest.fixture
 def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
     return sandbox_factory()
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def write_job(folder: Path, sb: RunningSandbox, rows: list[tuple[str, ...]] = ROWS, *,

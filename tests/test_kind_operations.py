@@ -7,9 +7,8 @@ sent again: the item is ``unknown``, listed for a person, and the run exits 1.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -44,31 +43,6 @@ D = Decimal
 
 def op(ident: str, order: str, amount: str, currency: str = "EUR") -> dict[str, Any]:
     return {"id": ident, "order": order, "amount": amount, "currency": currency}
-
-
-@pytest.fixture(autouse=True)
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
-@pytest.fixture
-def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
-    return sandbox_factory(submit_delay=0, complete_delay=0)
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def job(tmp_path: Path, sb: RunningSandbox, kind: str, rows: list[dict[str, Any]],

@@ -8,8 +8,7 @@ expired, and a run killed with SIGKILL then resumed. The sandbox's own records a
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -71,32 +70,6 @@ def row(ident: str, amount: str = "50.00", *, page: str = "card-eur",
 
 WALLET = {"page": "wallet-kes", "currency": "KES", "card": "", "msisdn": "+254700100200"}
 FX = {"page": "card-usd-fx", "qmode": "REQUESTED_AMOUNT", "buyer": "USD"}
-
-
-@pytest.fixture(autouse=True)
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
-@pytest.fixture
-def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
-    """Statuses move on the sandbox's next tick (REDIRECT buyers pay at once)."""
-    return sandbox_factory(submit_delay=0, complete_delay=0)
-
-
-@pytest.fixture
-def adm(sb: RunningSandbox) -> Admin:
-    return Admin(sb.url)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
 
 
 def job(tmp_path: Path, sb: RunningSandbox, rows: list[dict[str, Any]], **kw: Any) -> Path:

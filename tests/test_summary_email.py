@@ -75,11 +75,6 @@ def authority(tmp_path: Path) -> Authority:
     return Authority.make(tmp_path)
 
 
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "s.sqlite"
-
-
 def parts(message: EmailMessage) -> tuple[str, str, list[dict[str, str]], str]:
     """(text part, HTML part, attached CSV rows, attachment name)."""
     text = message.get_body(("plain",))
