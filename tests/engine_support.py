@@ -7,6 +7,7 @@ confirmed (its ``meta``), its balances over HTTP, and its request log.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections import Counter
@@ -179,3 +180,20 @@ def outcomes(state: Path, job_name: str = "pay-2026-11") -> dict[str, str]:
     return {e: "in_doubt" if r["intent"] else r["outcome"]
             for e, r in items(state, job_name).items()}
 
+
+
+def sent_for(state: Path, external_id: str, created: str
+             ) -> list[tuple[str, str, str | None, str | None]]:
+    """(step, the external_id it was sent for, result, code) of every POST for an item;
+    ``created`` names the confirm request's key (transaction, payment)."""
+    store = StateStore(state)
+    try:
+        rows = store.attempts(external_id)
+    finally:
+        store.close()
+    out = []
+    for a in rows:
+        request = json.loads(a["request"])
+        out.append((a["step"], request.get("external_id") or request.get(created),
+                    a["result"], a["code"]))
+    return out

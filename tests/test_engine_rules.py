@@ -9,7 +9,6 @@ state database tells the same story.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from decimal import Decimal
@@ -30,6 +29,7 @@ from engine_support import (
     posts,
     quotations,
     run,
+    sent_for,
     tiny_sleep,
     transactions,
     write_job,
@@ -69,18 +69,7 @@ def calls(admin: Admin) -> list[tuple[str, str]]:
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str, str | None, str | None]]:
-    """(step, the external_id it was sent for, result, code) of every POST for an item."""
-    store = StateStore(state)
-    try:
-        rows = store.attempts(external_id)
-    finally:
-        store.close()
-    out = []
-    for a in rows:
-        request = json.loads(a["request"])
-        out.append((a["step"], request.get("external_id") or request.get("transaction"),
-                    a["result"], a["code"]))
-    return out
+    return sent_for(state, external_id, "transaction")
 
 
 def assert_paid_once(sb: RunningSandbox, state: Path, expected: dict[str, int] = EVERY,

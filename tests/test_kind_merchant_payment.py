@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from conftest import KEY, SECRET, Admin, Api, body
-from engine_support import base_of, cli, items, outcomes, posts, run
+from engine_support import base_of, cli, items, outcomes, posts, run, sent_for
 
 from runner.engine.merchant_payment import payment_details
 from runner.job import load_job
@@ -127,18 +127,7 @@ def calls(admin: Admin) -> list[tuple[str, str]]:
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str, str | None, str | None]]:
-    """(step, the external_id it was sent for, result, code) of every POST for an item."""
-    store = StateStore(state)
-    try:
-        rows = store.attempts(external_id)
-    finally:
-        store.close()
-    out = []
-    for a in rows:
-        request = json.loads(a["request"])
-        out.append((a["step"], request.get("external_id") or request.get("payment"),
-                    a["result"], a["code"]))
-    return out
+    return sent_for(state, external_id, "payment")
 
 
 def credited(sb: RunningSandbox) -> Decimal:
