@@ -1,16 +1,8 @@
 """The command line: thin commands over the library.
 
 Each command parses its options, calls the library and formats the result; library errors
-become messages and exit codes here and nowhere else.
-
-\b
-Exit codes:
-  0   every item settled well
-  1   some items failed, were refused or are unknown
-  2   usage error or invalid job file (nothing was sent)
-  3   items handled, but the summary email could not be sent (or the summary not
-      made); the summary is under the state folder's reports/ (a worse code wins)
-  75  another run holds the job's lease, or the provider is unreachable (try later)
+become messages and exit codes here and nowhere else. ``HELP`` below is what `runner --help`
+shows.
 """
 
 from __future__ import annotations
@@ -38,6 +30,27 @@ if TYPE_CHECKING:  # annotations only: the commands import the library where the
     from runner.engine.batch import RunResult
     from runner.job import Job
     from runner.summary import Templates
+
+HELP = """Pay many people at once from a YAML job file, exactly once.
+
+Validates every item against the provider's rules, then quotes, creates and confirms each
+payment, keeping its progress so that a run killed at any moment resumes without paying
+anyone twice. `base_url: sandbox` runs against the embedded provider sandbox.
+
+\b
+Example:
+  runner validate jobs/payroll.yaml
+  runner run jobs/payroll.yaml
+
+\b
+Exit codes:
+  0   every item settled well
+  1   some items failed, were refused or are unknown
+  2   usage error or invalid job file (nothing was sent)
+  3   items handled, but the summary email could not be sent (or the summary not
+      made); the summary is under the state folder's reports/ (a worse code wins)
+  75  another run holds the job's lease, or the provider is unreachable (try later)
+"""
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_STATE_DIR = Path("state")
@@ -99,7 +112,7 @@ def _trace(debug: bool) -> None:
         traceback.print_exc()
 
 
-@click.group(help=__doc__)
+@click.group(help=HELP)
 @click.version_option(__version__, prog_name="runner")
 def main() -> None:
     pass
