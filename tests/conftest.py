@@ -82,7 +82,8 @@ class Admin:
 def test_config(**overrides: Any) -> SandboxConfig:
     values: dict[str, Any] = dict(port=0, api_key=KEY, api_secret=SECRET, tick=0.005,
                                   submit_delay=60.0, complete_delay=60.0,
-                                  callback_spacing=0.005, callback_timeout=2.0)
+                                  callback_spacing=0.005, callback_timeout=2.0,
+                                  demo_orders=False)
     values.update(overrides)
     return SandboxConfig(**values)
 

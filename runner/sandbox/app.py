@@ -60,6 +60,8 @@ class Sandbox:
         self.payment_orders = PaymentOrders(self.store, self.clock, config, self.callbacks,
                                             self.lifecycle)
         ledger.attach(self.lifecycle)  # collection accounts: catalogue seed, validations
+        if config.demo_orders:
+            self.payment_orders.seed()  # demo orders of the catalogue's merchant
 
     async def tick(self) -> None:
         while True:

@@ -88,6 +88,8 @@ def _delays(value: str | tuple[float, ...]) -> tuple[float, ...]:
 @click.option("--fault-seed", type=int, help="Seed for the fault draws.")
 @click.option("--balance", "balances", multiple=True, metavar="CUR=AMOUNT[:FACILITY]",
               help="Starting balance (repeatable; replaces the default balances).")
+@click.option("--demo-orders/--no-demo-orders", default=True, show_default=True,
+              help="Make five demo payment orders at the first start.")
 @click.option("--log-level", default="warning", show_default=True)
 def serve(**opts: object) -> None:
     """Serve every provider endpoint on one server until interrupted.
@@ -129,7 +131,7 @@ def serve(**opts: object) -> None:
         callback_spacing=opts["callback_spacing"],  # type: ignore[arg-type]
         faults=rules, slow_seconds=opts["slow_seconds"],  # type: ignore[arg-type]
         fault_seed=opts["fault_seed"], balances=balances or None,  # type: ignore[arg-type]
-        log_level=str(opts["log_level"]),
+        log_level=str(opts["log_level"]), demo_orders=bool(opts["demo_orders"]),
     )
     click.echo(f"sandbox serving on http://{config.host}:{config.port} "
                f"(brand {config.header_brand})", err=True)

@@ -62,6 +62,9 @@ class SandboxConfig:
     # Starting balances: currency -> (balance, credit facility)
     balances: dict[str, tuple[Decimal, Decimal]] | None = None
     log_level: str = "warning"
+    # Demo payment orders at the first start (payment_catalogue.DEMO_ORDERS), for examples
+    # of charges, refunds and cancellations that need orders made before them.
+    demo_orders: bool = True
     # Collection service: payment orders and the legacy Pay (sandbox clock, but notifications)
     payment_quotation_ttl: float = 86400.0  # a quotation's rate is secured for 24 hours
     payment_abort_delay: float = 7200.0  # an abandoned payment page: Payment_In_Progress -> Aborted

@@ -86,3 +86,17 @@ TEST_CARDS = {REFUSED_CARD: "Refused", ERROR_CARD: "Error", UNAVAILABLE_CARD: "u
 
 INTEGRATOR_ID = "INT0001"
 PAYMENT_URL = "https://pay.sandbox.invalid/payment-pages/{page}/{order}"
+
+
+# Demo orders made at the sandbox's first start (external_id, amount, charged in full):
+# Authorized ones to charge or cancel, Charged ones to refund (jobs/charges.yaml,
+# jobs/cancels.yaml, jobs/refunds.yaml use them).
+DEMO_MERCHANT = "acme-shop"
+DEMO_PAGE = "card-eur"
+DEMO_ORDERS = [
+    ("demo-order-1", D("120.00"), False),
+    ("demo-order-2", D("80.00"), False),
+    ("demo-order-3", D("60.00"), False),
+    ("demo-order-4", D("150.00"), True),
+    ("demo-order-5", D("45.50"), True),
+]

@@ -218,6 +218,23 @@ class PaymentOrders:
         if external_id in self.store.by_ext[TABLE]:
             raise reused(external_id)
 
+    # ------------------------------------------------------------ demo orders
+    def seed(self) -> None:
+        """Card orders of the catalogue's merchant, made once (a replayed state has them):
+        charges, refunds and cancellations can be tried on them with nothing made first."""
+        if self.store.seq[TABLE]:
+            return
+        shop = merchant(self.store, None, pc.DEMO_MERCHANT)
+        card_page = page(pc.DEMO_PAGE)
+        for external_id, value, charged in pc.DEMO_ORDERS:
+            requested = {"amount": value, "currency": card_page.currency}
+            first, plan = plan_for(card_page, False, None)
+            self.create(Draft(shop, card_page, external_id, "C2B", "HOST_TO_HOST", requested,
+                              dict(requested), Decimal(1), {}, card=Card("4242", "VISA", None)),
+                        first, plan)
+            if charged:
+                self.operate(external_id, "charge", requested, None, "demo order")
+
     # ------------------------------------------------------------ creation
     def create(self, d: Draft, first: str, plan: Plan) -> dict[str, Any]:
         self.external_id_free(d.external_id)
