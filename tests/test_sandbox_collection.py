@@ -703,3 +703,20 @@ def test_an_unexpected_failure_is_1000500(sandbox: RunningSandbox, api: Api,
     monkeypatch.setattr(sandbox.state.payment_orders, "order", broken)
     refused(api.get(f"{ORDERS}/o-1"), 500, "1000500", "Technical error")
 
+
+
+def test_demo_orders_are_made_once_at_the_first_start(
+        sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    sb = sandbox_factory(demo_orders=True, state_file=path)
+    api = Api(sb.url, (KEY, SECRET))
+    seen = {n: order(api, f"demo-order-{n}") for n in range(1, 6)}
+    assert [(o["status"], o["requested"]["amount"]) for o in seen.values()] == [
+        ("Authorized", Decimal("120.00")), ("Authorized", Decimal("80.00")),
+        ("Authorized", Decimal("60.00")), ("Charged", Decimal("150.00")),
+        ("Charged", Decimal("45.50"))]
+    assert {o["merchant_external_id"] for o in seen.values()} == {"acme-shop"}
+    sb.stop()
+    again = sandbox_factory(demo_orders=True, state_file=path)
+    store = again.state.store
+    assert len(store.tables["payment_orders"]) == 5  # replayed, not made a second time
