@@ -87,10 +87,18 @@ class ProviderClient:
         endpoint = f"{method} {full_path}"
         if self.throttle is not None:
             self.throttle()
+        # Prepared here and handed to the session's pooled adapter: Session.request would
+        # merge environment settings, cookie jars and redirect hooks on every call, none of
+        # which a provider API uses (and a redirected POST must not be followed).
+        prepared = requests.Request(method, self.base_url + full_path, data=data, params=params,
+                                    headers=dict(headers), auth=self.auth).prepare()
+        session = self.session
         try:
-            return self.session.request(method, self.base_url + full_path, data=data,
-                                        params=params, headers=dict(headers), auth=self.auth,
-                                        timeout=self.timeout)
+            return session.get_adapter(prepared.url or "").send(
+                prepared, timeout=self.timeout,
+                verify=True if session.verify is None else session.verify,
+                proxies=session.proxies,
+                cert=session.cert)
         except requests.ConnectTimeout as exc:
             raise ConnectionRefused(f"could not connect: {_reason(exc)}", endpoint=endpoint,
                                     external_id=external_id) from None
