@@ -240,3 +240,31 @@ def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatc
     bypassed = _session("https://api.provider.example", pool=4)
     assert "https" not in bypassed.proxies
     assert bypassed.verify is True
+
+
+def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            self.send_response(307)
+            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = MoneyTransferClient(f"http://127.0.0.1:{server.server_address[1]}", KEY,
+                                     SECRET)
+        with pytest.raises(BusinessRefusal) as caught:
+            client.create_quotation({**QUOTE, "external_id": "r"})
+        assert (caught.value.status, caught.value.retry) == (307, Retry.UNSAFE)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -71,7 +71,7 @@ class ProviderClient:
             headers["Content-Type"] = "application/json"
         response = self.send(method, full, data=data, headers=headers, params=params,
                              external_id=external_id)
-        if response.status_code >= 400:
+        if not 200 <= response.status_code < 300:  # a redirect is not an answer either
             try:
                 parsed = simplejson.loads(response.content, use_decimal=True)
             except ValueError:
