@@ -8,8 +8,9 @@ clock, with test triggers), ``callbacks`` (signed, retried deliveries), ``faults
 (latency, errors, lost answers), ``auth``, the routers (``money_transfer``,
 ``merchant_payment``, ``collection``, ``legacy``, ``accounts``, ``onboarding``, ``admin``),
 ``payment_orders`` (the collection service's orders and operations, with
-``payment_catalogue`` and ``payment_schemas``), ``app`` (wires them) and ``server`` (uvicorn,
-in the foreground or in a thread).
+``payment_catalogue`` and ``payment_schemas``), ``ledger`` (accounts, entries and their four
+balances, with ``account_schemas``), ``app`` (wires them) and ``server`` (uvicorn, in the
+foreground or in a thread).
 """
 
 from __future__ import annotations
