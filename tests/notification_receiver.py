@@ -1,6 +1,7 @@
-"""A merchant's notification endpoint for the collection service's and the legacy Pay's tests:
-a real HTTP server on a free loopback port that records every POST and answers each with the
-next status of its script (200 once the script is used up)."""
+"""A partner's endpoint for callbacks and notifications in the sandbox's tests: a real HTTP
+server on a free loopback port that records every POST (and the path of every GET) and
+answers each POST with the next status of its script (200 once the script is used up; a 3xx
+sends to /moved)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import simplejson
 
 WAIT = 3.0  # seconds a delivery may take before a test gives up
 
@@ -20,11 +23,16 @@ class Ping:
     headers: dict[str, str]  # names lower-cased
     raw: bytes
 
+    @property
+    def json(self) -> Any:
+        return simplejson.loads(self.raw, use_decimal=True)
+
 
 class Receiver:
     def __init__(self, script: list[int] | None = None) -> None:
         self.script = list(script or [])
         self.received: list[Ping] = []
+        self.gets: list[str] = []
         self._lock = threading.Lock()
         receiver = self
 
@@ -37,6 +45,15 @@ class Receiver:
                         {k.lower(): v for k, v in self.headers.items()}, raw))
                     code = receiver.script.pop(0) if receiver.script else 200
                 self.send_response(code)
+                if 300 <= code < 400:
+                    self.send_header("Location", "/moved")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:  # noqa: N802
+                with receiver._lock:
+                    receiver.gets.append(self.path)
+                self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

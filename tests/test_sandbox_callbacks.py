@@ -9,109 +9,21 @@ import hashlib
 import hmac
 import re
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-import simplejson
 from conftest import KEY, SECRET, Admin, Api, body
+from notification_receiver import WAIT, Ping, Receiver
 
 from runner.sandbox import RunningSandbox
 
 MT = "/v1/money-transfer"
 MP = "/v1/merchant-payment"
 NAMES = {"firstname": "Ada", "lastname": "Lovelace"}
-WAIT = 3.0  # seconds a delivery may take before a test gives up
-
-
-@dataclass
-class Received:
-    at: float  # time.monotonic() when the request arrived
-    path: str
-    headers: dict[str, str]  # names lower-cased: HTTP header names are case-insensitive
-    raw: bytes
-
-    @property
-    def json(self) -> Any:
-        return simplejson.loads(self.raw, use_decimal=True)
-
-
-class Receiver:
-    """A partner's callback endpoint: records every request and answers each POST with the
-    next status of its script (200 once the script is used up; a 3xx sends to /moved)."""
-
-    def __init__(self, script: list[int] | None = None) -> None:
-        self.script = list(script or [])
-        self.received: list[Received] = []
-        self.gets: list[str] = []
-        self._lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with receiver._lock:
-                    receiver.received.append(Received(
-                        time.monotonic(), self.path,
-                        {k.lower(): v for k, v in self.headers.items()}, raw))
-                    code = receiver.script.pop(0) if receiver.script else 200
-                self.send_response(code)
-                if 300 <= code < 400:
-                    self.send_header("Location", "/moved")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def do_GET(self) -> None:  # noqa: N802
-                with receiver._lock:
-                    receiver.gets.append(self.path)
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # keep the test output clean
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.01}, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/callbacks"
-
-    def wait_for(self, count: int, timeout: float = WAIT) -> list[Received]:
-        """The first ``count`` requests, polling until they have arrived."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                got = list(self.received)
-            if len(got) >= count or time.monotonic() > deadline:
-                assert len(got) >= count, f"{len(got)} of {count} callbacks arrived"
-                return got[:count]
-            time.sleep(0.005)
-
-    def stays_at(self, count: int, seconds: float) -> bool:
-        """True when no more than ``count`` requests arrive within ``seconds``."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            with self._lock:
-                if len(self.received) > count:
-                    return False
-            time.sleep(0.005)
-        return True
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
 
 
 @pytest.fixture
@@ -174,7 +86,7 @@ def confirm(api: Api, path: str) -> dict[str, Any]:
     return body(r)  # type: ignore[no-any-return]
 
 
-def assert_signed(got: Received, brand: str = "Svc") -> None:
+def assert_signed(got: Ping, brand: str = "Svc") -> None:
     h = got.headers
     b = brand.lower()
     assert h["content-type"] == "application/json"
@@ -191,8 +103,8 @@ def assert_signed(got: Received, brand: str = "Svc") -> None:
 def test_each_status_change_of_a_transaction_is_posted_signed(
     api: Api, admin: Admin, receiver: Receiver,
 ) -> None:
-    created = transaction(api, "1", receiver.url)
-    assert created["status"] == "10000" and created["callback_url"] == receiver.url
+    created = transaction(api, "1", receiver.url("/callbacks"))
+    assert created["status"] == "10000" and created["callback_url"] == receiver.url("/callbacks")
     confirmed = confirm(api, f"{MT}/transactions/{created['id']}")
     first = receiver.wait_for(1)[0]
     assert first.path == "/callbacks"
@@ -218,7 +130,7 @@ def test_each_status_change_of_a_transaction_is_posted_signed(
 
 def test_no_callback_without_callback_url(api: Api, admin: Admin, receiver: Receiver) -> None:
     plain = transaction(api, "plain", None)
-    with_url = transaction(api, "with-url", receiver.url)
+    with_url = transaction(api, "with-url", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{plain['id']}")
     confirm(api, f"{MT}/transactions/{with_url['id']}")
     admin.advance(120)
@@ -236,7 +148,8 @@ def test_merchant_payments_send_callbacks(api: Api, admin: Admin, receiver: Rece
     assert q.status_code == 201, q.text
     p = api.post(f"{MP}/quotations/ext-q-1/payments", {
         "external_id": "p-1", "debit_party_identifier": {"msisdn": "+254700100200"},
-        "consumer": NAMES, "purpose_of_payment": "OTHER", "callback_url": receiver.url})
+        "consumer": NAMES, "purpose_of_payment": "OTHER",
+        "callback_url": receiver.url("/callbacks")})
     assert p.status_code == 201, p.text
     confirmed = confirm(api, f"{MP}/payments/ext-p-1")
     first = receiver.wait_for(1)[0]
@@ -255,7 +168,7 @@ def test_merchant_payments_send_callbacks(api: Api, admin: Admin, receiver: Rece
 def test_header_brand_is_configurable(sandbox_factory: Callable[..., RunningSandbox],
                                       receiver: Receiver) -> None:
     api, _ = clients(sandbox_factory(header_brand="Acme"))
-    t = transaction(api, "1", receiver.url)
+    t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(1)[0]
     assert_signed(got, brand="Acme")
@@ -268,7 +181,7 @@ def test_failed_deliveries_are_retried_until_accepted(
     api: Api, admin: Admin, receiver_factory: Callable[..., Receiver],
 ) -> None:
     receiver = receiver_factory([500, 500, 200])
-    t = transaction(api, "1", receiver.url)
+    t = transaction(api, "1", receiver.url("/callbacks"))
     confirmed = confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(3)
     assert [g.json for g in got] == [confirmed] * 3  # the same status, attempted 3 times
@@ -278,14 +191,14 @@ def test_failed_deliveries_are_retried_until_accepted(
     log = deliveries(admin, 3)
     assert [(d["status"], d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
         [("20000", 1, 500, False), ("20000", 2, 500, False), ("20000", 3, 200, True)]
-    assert all(d["url"] == receiver.url for d in log)
+    assert all(d["url"] == receiver.url("/callbacks") for d in log)
     assert receiver.stays_at(3, 0.1)  # accepted: no more attempts
 
 
 def test_a_redirect_is_not_a_delivery(api: Api, admin: Admin,
                                       receiver_factory: Callable[..., Receiver]) -> None:
     receiver = receiver_factory([302, 307, 200])
-    t = transaction(api, "1", receiver.url)
+    t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(3)
     assert [g.path for g in got] == ["/callbacks"] * 3  # never re-sent to the new location
@@ -300,7 +213,7 @@ def test_retries_stop_after_the_configured_attempts(
 ) -> None:
     api, admin = clients(sandbox_factory(callback_attempts=3, callback_spacing=0.005))
     receiver = receiver_factory([500] * 10)
-    t = transaction(api, "1", receiver.url)
+    t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     receiver.wait_for(3)
     deliveries(admin, 3)
@@ -318,7 +231,7 @@ def test_retry_spacing_doubles(sandbox_factory: Callable[..., RunningSandbox],
     spacing = 0.02
     api, _ = clients(sandbox_factory(callback_attempts=5, callback_spacing=spacing))
     receiver = receiver_factory([500, 500, 503, 200])
-    t = transaction(api, "1", receiver.url)
+    t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     at = [g.at for g in receiver.wait_for(4)]
     gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
