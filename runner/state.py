@@ -184,15 +184,40 @@ class StateStore:
                                                     order_by="row"))
         return iter(rows)
 
-    def insert_item(self, values: dict[str, Any]) -> dict[str, Any]:
-        stamp = now_iso()
-        record = {"step": "new", "attempt": 1, "outcome": "pending", **values,
-                  "created_at": stamp, "updated_at": stamp}
-        columns = ", ".join(record)
-        marks = ", ".join("?" * len(record))
+    def owners(self, external_ids: list[str]) -> dict[str, str]:
+        """external_id -> the job holding it, for those of ``external_ids`` in the state."""
+        found: dict[str, str] = {}
         with self.lock:
-            self._run(f"INSERT INTO items ({columns}) VALUES ({marks})", list(record.values()))
-        return record
+            for start in range(0, len(external_ids), 500):
+                chunk = external_ids[start:start + 500]
+                found.update(self.db.conn.execute(
+                    f"SELECT external_id, job_name FROM items WHERE external_id IN "
+                    f"({', '.join('?' * len(chunk))})", chunk).fetchall())
+        return found
+
+    def insert_item(self, values: dict[str, Any]) -> dict[str, Any]:
+        return self.insert_items([values])[0]
+
+    def insert_items(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """New items (the same columns in each), in one transaction; their records."""
+        stamp = now_iso()
+        records = [{"step": "new", "attempt": 1, "outcome": "pending", **values,
+                    "created_at": stamp, "updated_at": stamp} for values in rows]
+        if not records:
+            return records
+        columns = ", ".join(records[0])
+        marks = ", ".join("?" * len(records[0]))
+        with self.lock:
+            conn = self.db.conn
+            conn.execute("BEGIN")
+            try:
+                conn.executemany(f"INSERT INTO items ({columns}) VALUES ({marks})",
+                                 [list(r.values()) for r in records])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return records
 
     def update_item(self, external_id: str, **values: Any) -> None:
         with self.lock:

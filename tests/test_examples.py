@@ -45,3 +45,34 @@ def test_an_example_runs_alone_to_exit_0(name: str, tmp_path: Path,
     finally:
         store.close()
     assert after == before, "the second run sent something"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_reads_started_ahead_are_the_reads_the_checks_make(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.job import load_job
+    from runner.validation import WANTS, Catalogue
+
+    wanted: list[tuple[str, object]] = []
+    asked: list[tuple[str, object]] = []
+    want, once = Catalogue.want, Catalogue.once
+
+    def record_want(self: Catalogue, key: tuple[str, object], *args: object,
+                    **kwargs: object) -> None:
+        wanted.append(key)
+        want(self, key, *args, **kwargs)  # type: ignore[arg-type]
+
+    def record_once(self: Catalogue, key: tuple[str, object], *args: object) -> object:
+        asked.append(key)
+        return once(self, key, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Catalogue, "want", record_want)
+    monkeypatch.setattr(Catalogue, "once", record_once)
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, ["validate", f"jobs/{name}", "--state",
+                                       str(tmp_path / "runner.sqlite")])
+    assert result.exit_code == 0, result.output
+    kind = load_job(ROOT / "jobs" / name).kind
+    if kind in WANTS and kind != "onboarding":  # that example makes its company: no read
+        assert wanted, "no read was started ahead"
+    assert set(wanted) <= set(asked), "a read was started that no check needed"

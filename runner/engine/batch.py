@@ -98,20 +98,22 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
     valid: list[ValidItem] = []
     report = validate_job(job, provider, check_balances=False, keep=valid.append)
     known = {r["external_id"]: r for r in state.items(job.name)}
-    entries, refused = [], []
+    elsewhere = state.owners([v.external_id for v in valid if v.external_id not in known])
+    entries: list[Entry] = []
+    refused: list[tuple[str, str]] = []
+    new: list[int] = []  # where in entries the items new to the state are
     for v in valid:
         record = known.get(v.external_id)
         fingerprint = _fingerprint(flow.fingerprinted(v.item))
         if record is None:
-            other = state.item(v.external_id)
-            if other is not None:  # rule 7: handled under another job's name
+            if v.external_id in elsewhere:  # rule 7: handled under another job's name
                 refused.append((v.external_id, f"row {v.row}: already handled by job "
-                                               f"{other['job_name']}; not paid again"))
+                                               f"{elsewhere[v.external_id]}; not paid again"))
                 continue
-            record = state.insert_item({
-                "external_id": v.external_id, "job_name": job.name, "kind": job.kind,
-                "row": v.row, "fingerprint": fingerprint,
-                "summary": _json(flow.summary_of(v.item))})
+            record = {"external_id": v.external_id, "job_name": job.name, "kind": job.kind,
+                      "row": v.row, "fingerprint": fingerprint,
+                      "summary": _json(flow.summary_of(v.item))}
+            new.append(len(entries))
         elif record["fingerprint"] != fingerprint and record["step"] != "final":
             if record["step"] == "new" and not record["intent"]:
                 state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
@@ -122,6 +124,10 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
                                   error_message=message)
                 record.update(outcome="conflict", error_code="changed", error_message=message)
         entries.append(Entry(v.external_id, v.row, v.item, dict(record)))
+    # The new items in one transaction, before anything is sent for them.
+    inserted = state.insert_items([entries[k].record for k in new])
+    for k, record in zip(new, inserted, strict=True):
+        entries[k].record = record
     return report, entries, refused
 
 

@@ -1,4 +1,5 @@
-"""The provider's two authentication schemes, for requests and for the sandbox.
+"""The provider's two authentication schemes: as headers (``make_signer``, what the provider
+clients send), as requests auth (``make_auth``) and for the sandbox.
 
 Basic is plain HTTP Basic (API key as user, secret as password). The digest scheme signs
 each request: Base64(HMAC-SHA-256(key=secret, msg=apikey + nonce + Date)), sent in
@@ -72,6 +73,18 @@ class DigestAuth(AuthBase):
 
     def __repr__(self) -> str:
         return f"DigestAuth(api_key={self.api_key!r}, brand={self.brand!r})"
+
+
+def make_signer(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT_BRAND
+                ) -> Callable[[], dict[str, str]]:
+    """The authentication headers of one request, for clients that build their own."""
+    if scheme == "basic":
+        pair = base64.b64encode(f"{api_key}:{api_secret}".encode()).decode("ascii")
+        basic = {"Authorization": f"Basic {pair}"}
+        return lambda: basic
+    if scheme == "hmac":
+        return lambda: digest_headers(api_key, api_secret, brand)
+    raise ValueError(f"unknown auth scheme {scheme!r} (expected basic or hmac)")
 
 
 def make_auth(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT_BRAND) -> AuthBase:

@@ -129,14 +129,13 @@ async def set_balance(request: Request, currency: str, body: BalanceSetting) -> 
 @router.get("/requests")
 async def requests_seen(request: Request) -> JSON:
     f = sandbox(request).faults
-    return JSON({"counts": dict(f.counts), "recent": list(f.recent)})
+    return JSON({"counts": dict(f.counts), "recent": list(f.recent),
+                 "peak_in_flight": f.peak_in_flight})
 
 
 @router.delete("/requests")
 async def forget_requests(request: Request) -> JSON:
-    f = sandbox(request).faults
-    f.counts.clear()
-    f.recent.clear()
+    sandbox(request).faults.forget()
     return JSON({"counts": {}})
 
 

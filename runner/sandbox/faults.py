@@ -103,6 +103,8 @@ class FaultState:
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.recent: deque[dict[str, Any]] = deque(maxlen=2000)
+        self.in_flight = 0
+        self.peak_in_flight = 0  # the most provider calls being answered at once
 
     def set_rules(self, changes: dict[str, dict[str, Any]]) -> None:
         """Change the rules of several groups at once: all of them, or (on a bad value) none."""
@@ -130,10 +132,24 @@ class FaultState:
                 "rules": {g: asdict(r) for g, r in self.rules.items()}}
 
     def record(self, method: str, path: str, group: str) -> None:
+        """A provider call arrives (``done`` when it is answered)."""
         with self._lock:
             self.counts[method] += 1
             self.counts[f"{method} {group}"] += 1
             self.recent.append({"method": method, "path": path, "group": group})
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def forget(self) -> None:
+        """Counts, latest calls and peak start again."""
+        with self._lock:
+            self.counts.clear()
+            self.recent.clear()
+            self.peak_in_flight = self.in_flight
 
     def decide(self, group: str) -> tuple[float, str | None]:
         """(latency in seconds, action) for one call."""
@@ -180,6 +196,13 @@ class ProviderMiddleware:
             await self.app(scope, receive, send)
             return
         self.faults.record(method, path, group)
+        try:
+            await self._provider_call(scope, receive, send, path, group)
+        finally:
+            self.faults.done()
+
+    async def _provider_call(self, scope: Scope, receive: Receive, send: Send, path: str,
+                             group: str) -> None:
         latency, action = self.faults.decide(group)
         if latency:
             await asyncio.sleep(latency)

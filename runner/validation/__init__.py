@@ -10,7 +10,9 @@ show the true cost with fees. Nothing else is POSTed.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -89,42 +91,89 @@ class Report:
 # Reads of the catalogue: a few quick tries, so that a passing 5xx, 503 or lost answer does not
 # end a run before anything is sent, while an unreachable provider is reported within a second.
 READS = RetryPolicy(attempts=3, first_wait=0.1, max_wait=0.5)
+# How many items ahead of the one being checked have their reads started (``want``).
+LOOKAHEAD = 256
+
+Key = tuple[str, Any]
+Read = tuple[Key, Callable[[], Any]]
+
+
+def _answer(found: Any) -> Any:
+    return found.result() if isinstance(found, Future) else found
+
+
+def _read(fetch: Callable[[], Any]) -> Any:
+    try:
+        return READS.call(fetch, idempotent=True)
+    except NotFound:
+        return None
 
 
 class Catalogue:
-    """The provider data items are checked against, each piece fetched once per run."""
+    """The provider data items are checked against, each piece fetched once per run.
 
-    def __init__(self, provider: Provider) -> None:
+    ``want`` starts a read in the background (at most ``workers`` at a time), so that the
+    reads the next items need go out together while this one is checked; ``once`` waits for
+    it. Only the validating thread calls them."""
+
+    def __init__(self, provider: Provider, workers: int = 8) -> None:
         self.provider = provider
-        self._cache: dict[tuple[str, Any], Any] = {}
+        self.workers = max(1, workers)
+        self._cache: dict[Key, Any] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
-    def once(self, key: tuple[str, Any], fetch: Callable[[], Any]) -> Any:
-        """``fetch()`` the first time ``key`` is asked, then the same answer (None for a
-        resource the provider does not have). A passing failure is retried (these are
-        reads); one that lasts ends the validation with the provider's error."""
-        if key not in self._cache:
-            try:
-                self._cache[key] = READS.call(fetch, idempotent=True)
-            except NotFound:
-                self._cache[key] = None
-        return self._cache[key]
+    def want(self, key: Key, fetch: Callable[[], Any], after: Key | None = None) -> None:
+        """Start reading ``key`` unless it is read or being read already; with ``after``
+        (a key wanted earlier), only once that read has found something."""
+        if key in self._cache:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="catalogue")
+        if after is not None:
+            first = self._cache[after]
+            # Safe in the pool: ``after`` was submitted first, so it runs first.
+            self._cache[key] = self._pool.submit(
+                lambda: None if _answer(first) is None else _read(fetch))
+        else:
+            self._cache[key] = self._pool.submit(_read, fetch)
 
-    def payer(self, payer_id: int) -> Any:
-        return self.once(("payer", payer_id),
-                          lambda: self.provider.money_transfer.payer(payer_id))
+    def once(self, key: Key, fetch: Callable[[], Any]) -> Any:
+        """``fetch()`` the first time ``key`` is asked (or the answer of the read ``want``
+        started), then the same answer; None for a resource the provider does not have. A
+        passing failure is retried (these are reads); one that lasts ends the validation
+        with the provider's error."""
+        found = self._cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = _read(fetch)
+        elif isinstance(found, Future):
+            found = found.result()
+        self._cache[key] = found
+        return found
 
-    def rates(self, payer_id: int) -> Any:
-        return self.once(("rates", payer_id),
-                          lambda: self.provider.money_transfer.payer_rates(payer_id))
+    def close(self) -> None:
+        """Wait for the reads in flight; those not started are dropped."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
-    def method(self, method_id: int) -> Any:
-        return self.once(("method", method_id),
-                          lambda: self.provider.merchant_payment.payment_method(method_id))
+    def payer(self, payer_id: int) -> Read:
+        return ("payer", payer_id), lambda: self.provider.money_transfer.payer(payer_id)
+
+    def rates(self, payer_id: int) -> Read:
+        return ("rates", payer_id), lambda: self.provider.money_transfer.payer_rates(payer_id)
+
+    def method(self, method_id: int) -> Read:
+        return (("method", method_id),
+                lambda: self.provider.merchant_payment.payment_method(method_id))
+
+    def merchant_balances(self) -> Read:
+        return ("merchant balances", None), self.provider.merchant_payment.balances
 
     def merchant_accounts(self) -> list[str]:
-        balances = self.once(("merchant balances", None),
-                              self.provider.merchant_payment.balances)
-        return sorted(b["currency"] for b in balances)
+        return sorted(b["currency"] for b in self.once(*self.merchant_balances()))
+
+
+_MISSING = object()
 
 
 def validate_job(job: Job, provider: Provider | None, quote: bool = False,
@@ -136,29 +185,47 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
     ``check_balances`` compares the batch's totals with the balances (the engine does its
     own pre-flight over what is still to be confirmed)."""
     report = Report(str(job.path), job.kind, quoted=quote and job.kind == "remittance")
-    catalogue = Catalogue(provider) if provider is not None else None
+    catalogue = (Catalogue(provider, workers=job.run.concurrency) if provider is not None
+                 else None)
     stamp = stamp or time.strftime("%Y%m%d%H%M%S", time.gmtime())
-    for result in iter_items(job):
-        report.items += 1
-        if not result.ok:
-            report.invalid_rows.add(result.row)
-            report.problems.extend(result.errors)  # type: ignore[union-attr]
-            continue
-        assert isinstance(result, ValidItem)
-        found = list(_check(job.kind, result, catalogue))
-        if found:
-            report.invalid_rows.add(result.row)
-            report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
-            continue
-        if report.quoted and provider is not None:
-            _quote(result, provider, stamp, report)
-        else:
-            _count(job.kind, result, catalogue, report)
-        if keep is not None and result.row not in report.invalid_rows:
-            keep(result)
+    want = WANTS.get(job.kind) if catalogue is not None else None
+    ahead: deque[Any] = deque()
+    try:
+        for result in iter_items(job):
+            if want is not None and catalogue is not None and isinstance(result, ValidItem):
+                want(result.item, catalogue)
+            ahead.append(result)
+            if len(ahead) > LOOKAHEAD:
+                _one(job, ahead.popleft(), catalogue, provider, stamp, report, keep)
+        while ahead:
+            _one(job, ahead.popleft(), catalogue, provider, stamp, report, keep)
+    finally:
+        if catalogue is not None:
+            catalogue.close()
     if provider is not None and job.kind == "remittance" and check_balances:
         _balances(job, provider, report)
     return report
+
+
+def _one(job: Job, result: Any, catalogue: Catalogue | None, provider: Provider | None,
+         stamp: str, report: Report, keep: Callable[[ValidItem], None] | None) -> None:
+    report.items += 1
+    if not result.ok:
+        report.invalid_rows.add(result.row)
+        report.problems.extend(result.errors)
+        return
+    assert isinstance(result, ValidItem)
+    found = list(_check(job.kind, result, catalogue))
+    if found:
+        report.invalid_rows.add(result.row)
+        report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
+        return
+    if report.quoted and provider is not None:
+        _quote(result, provider, stamp, report)
+    else:
+        _count(job.kind, result, catalogue, report)
+    if keep is not None and result.row not in report.invalid_rows:
+        keep(result)
 
 
 # Per kind: the provider checks of one item, and the (currency, amount) it sends for the
@@ -168,20 +235,31 @@ Amount = Callable[[Any, "Catalogue | None"], "tuple[str, Decimal] | None"]
 
 
 def _check_remittance(item: RemittanceItem, catalogue: Catalogue) -> Iterable[tuple[str, str]]:
-    payer = catalogue.payer(item.payer_id)
-    rates = catalogue.rates(item.payer_id) if payer is not None else None
+    payer = catalogue.once(*catalogue.payer(item.payer_id))
+    rates = catalogue.once(*catalogue.rates(item.payer_id)) if payer is not None else None
     return check_remittance(item, payer, rates)
+
+
+def _want_remittance(item: RemittanceItem, catalogue: Catalogue) -> None:
+    payer = catalogue.payer(item.payer_id)
+    catalogue.want(*payer)
+    catalogue.want(*catalogue.rates(item.payer_id), after=payer[0])
 
 
 def _check_merchant_payment(item: MerchantPaymentItem, catalogue: Catalogue
                             ) -> Iterable[tuple[str, str]]:
-    return check_merchant_payment(item, catalogue.method(item.payment_method_id),
+    return check_merchant_payment(item, catalogue.once(*catalogue.method(item.payment_method_id)),
                                   catalogue.merchant_accounts())
+
+
+def _want_merchant_payment(item: MerchantPaymentItem, catalogue: Catalogue) -> None:
+    catalogue.want(*catalogue.method(item.payment_method_id))
+    catalogue.want(*catalogue.merchant_balances())
 
 
 def _remittance_amount(item: RemittanceItem, catalogue: Catalogue | None
                        ) -> tuple[str, Decimal] | None:
-    rates = catalogue.rates(item.payer_id) if catalogue is not None else None
+    rates = catalogue.once(*catalogue.rates(item.payer_id)) if catalogue is not None else None
     amount = source_estimate(item, rates)
     return (item.source.currency, amount) if amount is not None else None
 
@@ -204,6 +282,18 @@ CHECKS: dict[str, Check] = {
     "merchant_payment": _check_merchant_payment,
     "legacy_pay": legacy_pay.check_legacy_pay,
     "onboarding": onboarding.check_onboarding,
+}
+# Per kind: the reads its check will need, started ahead (``Catalogue.want``).
+WANTS: dict[str, Callable[[Any, Catalogue], None]] = {
+    "payment_order": collection.want_payment_order,
+    "charge": collection.want_operation,
+    "refund": collection.want_operation,
+    "cancel": collection.want_operation,
+    "payout": accounts.want_payout,
+    "account_transfer": accounts.want_account_transfer,
+    "remittance": _want_remittance,
+    "merchant_payment": _want_merchant_payment,
+    "onboarding": onboarding.want_onboarding,
 }
 AMOUNTS: dict[str, Amount] = {
     "payment_order": collection.payment_order_amount,

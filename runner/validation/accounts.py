@@ -21,7 +21,7 @@ from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
-    from runner.validation import Catalogue
+    from runner.validation import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")
@@ -35,7 +35,7 @@ class AccountView:
     problem: str | None = None
 
 
-def account(catalogue: Catalogue, ref: str) -> AccountView:
+def _account(catalogue: Catalogue, ref: str) -> Read:
     def fetch() -> AccountView:
         try:
             balances = catalogue.provider.accounts.balances(ref)
@@ -47,11 +47,32 @@ def account(catalogue: Catalogue, ref: str) -> AccountView:
         currencies = {b["balance"]["currency"] for b in balances}
         return AccountView(currency=currencies.pop() if len(currencies) == 1 else None)
 
+    return ("account", ref), fetch
+
+
+def _details(catalogue: Catalogue, ref: str) -> Read:
+    return ("account details", ref), lambda: catalogue.provider.accounts.account(ref)
+
+
+def account(catalogue: Catalogue, ref: str) -> AccountView:
     if not ref.strip():
         return AccountView(problem="an account is required")
-    found = catalogue.once(("account", ref), fetch)
+    found = catalogue.once(*_account(catalogue, ref))
     return found if found is not None else AccountView(
         problem=f"account {ref!r} does not exist")
+
+
+def want_payout(item: PayoutItem, catalogue: Catalogue) -> None:
+    if item.source_account_id.strip():
+        catalogue.want(*_account(catalogue, item.source_account_id))
+        if item.payout_bank_account_id.strip():
+            catalogue.want(*_details(catalogue, item.source_account_id))
+
+
+def want_account_transfer(item: AccountTransferItem, catalogue: Catalogue) -> None:
+    for ref in (item.source_account_id, item.target_account_id):
+        if ref.strip():
+            catalogue.want(*_account(catalogue, ref))
 
 
 def _money(where: str, money: Money) -> Problems:
@@ -90,8 +111,7 @@ def check_payout(item: PayoutItem, catalogue: Catalogue) -> Problems:
 
 def _bank_problem(catalogue: Catalogue, account_ref: str, bank_id: str) -> str | None:
     """Why the payout bank account cannot be paid to (None: it can, or cannot be known)."""
-    found = catalogue.once(("account details", account_ref),
-                           lambda: catalogue.provider.accounts.account(account_ref))
+    found = catalogue.once(*_details(catalogue, account_ref))
     if found is None:
         return None
     banks = {b["id"]: b for b in found.get("payout_bank_accounts") or []}

@@ -25,7 +25,7 @@ import hashlib
 import re
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from runner.provider.errors import AuthenticationError, NotFound, ProviderHTTPEr
 
 if TYPE_CHECKING:
     from runner.state import StateStore
-    from runner.validation import Catalogue
+    from runner.validation import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 OPERATIONS: dict[type[OperationItem], str] = {
@@ -72,9 +72,9 @@ def fingerprint(item: Any) -> str:
     return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
 
 
-def _fetch(catalogue: Catalogue, key: tuple[str, Any], fetch: Any) -> Any:
-    """``catalogue.once``, with a refusal of the provider (403 ...) as a ``ProviderHTTPError``
-    value instead of an exception; failures to reach it still raise."""
+def _guarded(fetch: Callable[[], Any]) -> Callable[[], Any]:
+    """``fetch``, with a refusal of the provider (403 ...) as a ``ProviderHTTPError`` value
+    instead of an exception; failures to reach it still raise."""
     def guarded() -> Any:
         try:
             return fetch()
@@ -85,17 +85,36 @@ def _fetch(catalogue: Catalogue, key: tuple[str, Any], fetch: Any) -> Any:
                 raise
             return exc
 
-    return catalogue.once(key, guarded)
+    return guarded
+
+
+def _merchant(catalogue: Catalogue, item: PaymentOrderItem) -> Read:
+    ref = item.merchant_id or item.merchant_external_id
+    assert ref is not None
+    return ("merchant", ref), _guarded(lambda: catalogue.provider.onboarding.get(
+        f"/merchants/{quote(ref, safe='')}"))
+
+
+def _order(catalogue: Catalogue, item: OperationItem) -> Read:
+    ref = order_ref(item.payment_order_id, item.payment_order_external_id)
+    return ("payment order", ref), _guarded(lambda: catalogue.provider.collection.payment_order(
+        ref))
+
+
+def want_payment_order(item: PaymentOrderItem, catalogue: Catalogue) -> None:
+    catalogue.want(*_merchant(catalogue, item))
+
+
+def want_operation(item: OperationItem, catalogue: Catalogue) -> None:
+    catalogue.want(*_order(catalogue, item))
 
 
 # ---------------------------------------------------------------- payment orders
 def check_payment_order(item: PaymentOrderItem, catalogue: Catalogue) -> Problems:
     yield from _order_fields(item)
     ref = item.merchant_id or item.merchant_external_id
-    assert ref is not None
     where = "merchant_id" if item.merchant_id is not None else "merchant_external_id"
-    merchant = _fetch(catalogue, ("merchant", ref), lambda: catalogue.provider.onboarding.get(
-        f"/merchants/{quote(ref, safe='')}"))
+    merchant = catalogue.once(*_merchant(catalogue, item))
     if merchant is None:
         yield where, f"no merchant {ref!r} at the provider"
     elif isinstance(merchant, ProviderHTTPError):
@@ -310,9 +329,7 @@ def check_operation(item: OperationItem, catalogue: Catalogue) -> Problems:
     operation = OPERATIONS[type(item)]
     where = "payment_order_id" if item.payment_order_id else "payment_order_external_id"
     given = item.payment_order_id or item.payment_order_external_id
-    ref = order_ref(item.payment_order_id, item.payment_order_external_id)
-    order = _fetch(catalogue, ("payment order", ref),
-                   lambda: catalogue.provider.collection.payment_order(ref))
+    order = catalogue.once(*_order(catalogue, item))
     if order is None:
         yield where, f"no payment order {given!r} at the provider"
         return

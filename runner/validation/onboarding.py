@@ -24,7 +24,7 @@ from runner.job.collection import OnboardingItem, PayoutBankAccount
 from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
-    from runner.validation import Catalogue
+    from runner.validation import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -66,7 +66,7 @@ def _bank(where: str, bank: PayoutBankAccount) -> Problems:
     yield from _email(f"{where}.holder_email", bank.holder_email)
 
 
-def _company_problem(catalogue: Catalogue, company_id: str) -> str | None:
+def _company(catalogue: Catalogue, company_id: str) -> Read:
     def fetch() -> str:
         try:
             found = catalogue.provider.onboarding.find_company(company_id)
@@ -76,14 +76,19 @@ def _company_problem(catalogue: Catalogue, company_id: str) -> str | None:
             raise
         return "" if found is not None else f"company {company_id!r} does not exist"
 
-    return catalogue.once(("company", company_id), fetch) or None
+    return ("company", company_id), fetch
+
+
+def want_onboarding(item: OnboardingItem, catalogue: Catalogue) -> None:
+    if item.company is None and item.company_id is not None:
+        catalogue.want(*_company(catalogue, item.company_id))
 
 
 def check_onboarding(item: OnboardingItem, catalogue: Catalogue | None) -> Problems:
     if item.company is not None:
         yield from _name("company.name", item.company.name, "CMP")
     elif item.company_id is not None and catalogue is not None:
-        problem = _company_problem(catalogue, item.company_id)
+        problem = catalogue.once(*_company(catalogue, item.company_id))
         if problem:
             yield "company_id", problem
     account = item.account
