@@ -98,7 +98,7 @@ class Timeline:
 
     def _sample(self) -> None:
         while not self._stop.wait(self.every):
-            counts = admin(self.url, "GET", "/requests")["counts"]
+            counts = admin(self.url, "GET", "/requests?latest=0")["counts"]
             self.samples.append((time.monotonic() - self._started, int(counts.get("POST", 0)),
                                  int(counts.get("GET", 0))))
 

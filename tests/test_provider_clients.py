@@ -268,3 +268,54 @@ def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
+    """A forward proxy (plain HTTP) sees each call's absolute URL and relays it; the answers
+    and the errors are the provider's, as without a proxy."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def relay(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            length = int(self.headers.get("Content-Length") or 0)
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in ("host", "connection", "proxy-connection")}
+            answer = requests.request(self.command, self.path, headers=headers, timeout=5,
+                                      data=self.rfile.read(length) if length else None,
+                                      allow_redirects=False)
+            self.send_response(answer.status_code)
+            for name in ("Content-Type",):
+                if name in answer.headers:
+                    self.send_header(name, answer.headers[name])
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        do_GET = do_POST = relay  # noqa: N815 - the stdlib's names
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        session = requests.Session()
+        session.trust_env = False
+        session.proxies = {"http": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac", session=session)
+        quotation = client.create_quotation({**QUOTE, "external_id": "via-proxy"})
+        assert client.find_quotation("via-proxy")["id"] == quotation["id"]
+        assert client.find_quotation("nobody") is None
+        with pytest.raises(DuplicateExternalId):
+            client.create_quotation({**QUOTE, "external_id": "via-proxy"})
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    mt = f"{sandbox.url}/v1/money-transfer"
+    assert seen == [f"POST {mt}/quotations", f"GET {mt}/quotations/ext-via-proxy",
+                    f"GET {mt}/quotations/ext-nobody", f"POST {mt}/quotations"]

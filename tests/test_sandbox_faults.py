@@ -298,11 +298,15 @@ def test_admin_counts_requests_by_method_and_group(sandbox, api, admin):
                                                    f"{MT}/quotations", "/ping"]
     assert seen["recent"][3] == {"method": "POST", "path": f"{MT}/quotations",
                                  "group": "quotations"}
+    assert seen["peak_in_flight"] == 1  # one call after the other
+    latest = body(admin.api.get("/requests?latest=2"))
+    assert [c["path"] for c in latest["recent"]] == [f"{MT}/quotations", "/ping"]
+    assert body(admin.api.get("/requests?latest=0"))["recent"] == []
 
     r = admin.api.call("DELETE", "/requests")
     assert r.status_code == 200
     assert body(r) == {"counts": {}}
-    assert admin.requests() == {"counts": {}, "recent": []}
+    assert admin.requests() == {"counts": {}, "recent": [], "peak_in_flight": 0}
     api.get(f"{MT}/quotations/ext-q-1")
     assert admin.requests()["counts"] == {"GET": 1, "GET lookups": 1}
 

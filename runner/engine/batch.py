@@ -179,7 +179,7 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
     confirm = job.run.confirm if options.confirm is None else options.confirm
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
-        phase = _Phase(pool, options, problems)
+        phase = _Phase(pool, flow, options, problems)
         if not options.confirm_only:
             phase.run("prepare", flow.prepare, [e for e in todo if flow.needs_prepare(e)])
         # A money-moving call in doubt may have moved money already: learn its fate before
@@ -213,9 +213,10 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
 
 
 class _Phase:
-    def __init__(self, pool: ThreadPoolExecutor, options: RunOptions,
+    def __init__(self, pool: ThreadPoolExecutor, flow: Flow, options: RunOptions,
                  problems: list[str]) -> None:
         self.pool = pool
+        self.flow = flow
         self.options = options
         self.problems = problems
 
@@ -227,7 +228,10 @@ class _Phase:
             if self.options.stop.is_set() or "provider unreachable" in self.problems:
                 return
             try:
-                step(entry)
+                try:
+                    step(entry)
+                finally:
+                    self.flow.close(entry)
             except Conflict:
                 log.warning("%s: conflict at the provider", entry.external_id)
             except InDoubt as exc:

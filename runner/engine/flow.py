@@ -56,6 +56,9 @@ class Entry:
     row: int
     item: Any
     record: dict[str, Any] = field(default_factory=dict)
+    # The attempt whose answer came back and is committed with the item's next update (one
+    # transaction: the answer and what the item becomes are never recorded apart).
+    answered: int | None = None
 
     @property
     def ref(self) -> str:
@@ -84,8 +87,20 @@ class Flow:
 
     # ------------------------------------------------------------ bookkeeping
     def update(self, entry: Entry, **values: Any) -> None:
+        answered, entry.answered = entry.answered, None
+        if answered is None:
+            entry.record.update(values)
+            self.state.update_item(entry.external_id, **values)
+            return
+        values.setdefault("intent", None)  # the call was answered: its doubt is over
         entry.record.update(values)
-        self.state.update_item(entry.external_id, **values)
+        self.state.end_attempt(answered, entry.external_id, "ok", http_status=200,
+                               resolved=False, **values)
+
+    def close(self, entry: Entry) -> None:
+        """Record an answered call that no update has recorded yet."""
+        if entry.answered is not None:
+            self.update(entry)
 
     def _fail(self, entry: Entry, error: ProviderError, **values: Any) -> None:
         """The provider refused the item: it fails with the provider's code and message."""
@@ -108,6 +123,7 @@ class Flow:
 
         Returns the provider's object (answered, or found by lookup). Business refusals are
         raised for the caller; an unresolvable doubt raises InDoubt (the intent stays)."""
+        self.close(entry)
         for _ in range(self.policy.attempts):
             attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
             entry.record["intent"] = step
@@ -128,8 +144,7 @@ class Flow:
                 if found is not None:
                     return found
                 continue  # clearly not found: the same POST, same external_id, again
-            self.state.end_attempt(attempt, entry.external_id, "ok", http_status=200)
-            entry.record["intent"] = None
+            entry.answered = attempt  # recorded with what the caller makes of the answer
             return answer
         raise InDoubt(f"{step}: no answer after {self.policy.attempts} tries")
 
@@ -150,6 +165,7 @@ class Flow:
                         error_message=f"the {step} was sent and its answer lost; check it at "
                                       f"the provider before anything else")
             return None
+        self.close(entry)
         attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
         entry.record["intent"] = step
         try:
@@ -164,8 +180,7 @@ class Flow:
                 return None
             self._end(attempt, entry, "error", exc)
             raise
-        self.state.end_attempt(attempt, entry.external_id, "ok", http_status=200)
-        entry.record["intent"] = None
+        entry.answered = attempt  # recorded with what the caller makes of the answer
         return answer
 
     # ------------------------------------------------------------ what each kind says

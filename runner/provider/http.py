@@ -81,6 +81,7 @@ class ProviderClient:
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         self._timeout = Timeout(connect=connect, read=read)
         self.throttle: Callable[[], None] | None = None  # a provider-wide rate limit
+        self._routed: tuple[HTTPConnectionPool, str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
@@ -112,24 +113,14 @@ class ProviderClient:
         endpoint = f"{method} {full_path}"
         if self.throttle is not None:
             self.throttle()
-        url = self.base_url + full_path
-        if params:
-            url += "?" + urlencode(params, doseq=True)
-        session = self.session
-        adapter = session.get_adapter(url)
-        if not isinstance(adapter, requests.adapters.HTTPAdapter):
-            raise TypeError(f"{type(adapter).__name__}: the session needs HTTP adapters")
-        target = requests.PreparedRequest()
-        target.url = url
+        query = "?" + urlencode(params, doseq=True) if params else ""
         try:
-            pool = cast(HTTPConnectionPool, adapter.get_connection_with_tls_context(
-                target, True if session.verify is None else session.verify,
-                proxies=session.proxies, cert=session.cert))
+            pool, prefix, retries = self._route()
             raw = pool.urlopen(
-                method, adapter.request_url(target, session.proxies),
+                method, prefix + full_path + query,
                 body=data.encode() if isinstance(data, str) else data,
                 headers={**headers, **self.sign()}, redirect=False, assert_same_host=False,
-                preload_content=True, decode_content=True, retries=adapter.max_retries,
+                preload_content=True, decode_content=True, retries=retries,
                 timeout=self._timeout)
         except ReadTimeoutError:
             raise ProviderTimeout("no answer in time", endpoint=endpoint,
@@ -151,6 +142,26 @@ class ProviderClient:
             raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
                       external_id=external_id) from None
         return Reply(raw.status, raw.headers, raw.data)
+
+    def _route(self) -> tuple[HTTPConnectionPool, str, Any]:
+        """The pool the session's adapter sends the base URL's calls through (with its proxy
+        and TLS settings), what precedes a path on the request line (the base URL's path, or
+        the whole URL through an HTTP proxy), and the adapter's retries; worked out once, and
+        again should the pool be closed."""
+        route = self._routed
+        if route is None or route[0].pool is None:
+            session = self.session
+            adapter = session.get_adapter(self.base_url)
+            if not isinstance(adapter, requests.adapters.HTTPAdapter):
+                raise TypeError(f"{type(adapter).__name__}: the session needs HTTP adapters")
+            base = requests.PreparedRequest()
+            base.url = self.base_url + "/"
+            pool = cast(HTTPConnectionPool, adapter.get_connection_with_tls_context(
+                base, True if session.verify is None else session.verify,
+                proxies=session.proxies, cert=session.cert))
+            line = adapter.request_url(base, session.proxies)
+            route = self._routed = (pool, line[:-1], adapter.max_retries)
+        return route
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=_clean(params)).body

@@ -127,9 +127,13 @@ async def set_balance(request: Request, currency: str, body: BalanceSetting) -> 
 
 
 @router.get("/requests")
-async def requests_seen(request: Request) -> JSON:
+async def requests_seen(request: Request, latest: int | None = None) -> JSON:
+    """Counts, peak, and the latest calls (all that are kept, or the ``latest`` N)."""
     f = sandbox(request).faults
-    return JSON({"counts": dict(f.counts), "recent": list(f.recent),
+    recent = list(f.recent)
+    if latest is not None:
+        recent = recent[-latest:] if latest > 0 else []
+    return JSON({"counts": dict(f.counts), "recent": recent,
                  "peak_in_flight": f.peak_in_flight})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hmac
 import time
 from collections.abc import Callable
@@ -21,6 +22,12 @@ from runner.sandbox.config import SandboxConfig
 from runner.sandbox.store import Store
 
 MAX_NONCE = 64
+
+
+@functools.lru_cache(maxsize=64)
+def _http_date(date: str) -> float:
+    """An HTTP Date header as Unix seconds (the calls of one second share theirs)."""
+    return parsedate_to_datetime(date).timestamp()
 
 
 class AuthFailure(Exception):
@@ -91,7 +98,7 @@ class Authenticator:
         if not 0 < len(nonce) <= MAX_NONCE:
             raise AuthFailure(f"nonce must be 1 to {MAX_NONCE} characters")
         try:
-            sent = parsedate_to_datetime(date).timestamp()
+            sent = _http_date(date)
         except (TypeError, ValueError):
             raise AuthFailure("Date header is not an HTTP date") from None
         now = self.clock()

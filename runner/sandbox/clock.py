@@ -7,6 +7,8 @@ lock clients out.
 
 from __future__ import annotations
 
+import functools
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -36,4 +38,9 @@ class SandboxClock:
 
 def iso(ts: float) -> str:
     """ISO 8601 date-time without zone designator, as the documents show timestamps."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return _iso(math.floor(ts))
+
+
+@functools.lru_cache(maxsize=256)
+def _iso(second: int) -> str:
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
