@@ -297,6 +297,35 @@ def test_a_500_is_in_doubt_too_and_never_sent_again(
     assert items(state, JOB)["a"]["error_code"] == "1000500"
 
 
+class Died(BaseException):
+    """The process ends here (as under SIGKILL, nothing after it runs)."""
+
+
+def test_an_answer_and_what_the_item_becomes_are_recorded_together(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run dies after the charge's answer came back and before anything of it was
+    recorded: the charge is still in doubt for the next run (rule 5: unknown), never "done
+    with no result", which would let it be sent again."""
+    from runner.engine.operations import OperationFlow
+
+    create_order(sb, "o", "50.00")
+    path = job(tmp_path, sb, "charge", [op("a", "o", "20.00")])
+
+    def dies(self: OperationFlow, entry: Any, operation: dict[str, Any]) -> None:
+        raise Died
+
+    with monkeypatch.context() as m:
+        m.setattr(OperationFlow, "_status", dies)
+        with pytest.raises(Died):
+            run(path, state)
+    assert items(state, JOB)["a"]["intent"] == "charge"
+    again = run(path, state)
+    assert (again.exit_code, again.counts) == (1, {"unknown": 1})
+    assert posts(adm, "operations") == 1 and ops_by_item(sb) == {"a": 1}
+    assert sent_steps(state, "a") == [("charge", None)]  # its answer was never recorded
+
+
 def test_a_503_before_sending_is_retried_safely(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     create_order(sb, "o", "50.00")

@@ -228,10 +228,10 @@ class _Phase:
             if self.options.stop.is_set() or "provider unreachable" in self.problems:
                 return
             try:
-                try:
-                    step(entry)
-                finally:
-                    self.flow.close(entry)
+                step(entry)
+                # An answer no update recorded is recorded now; after an exception it is
+                # not: the call stays in doubt, for a lookup (or a person) to settle.
+                self.flow.close(entry)
             except Conflict:
                 log.warning("%s: conflict at the provider", entry.external_id)
             except InDoubt as exc:
