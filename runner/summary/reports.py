@@ -66,13 +66,15 @@ def load_summary(job: Job, state_path: Path, *, refused: Iterable[tuple[str, str
         store.close()
 
 
-def render_all(summary: Summary, templates: Templates, csv_path: Path | None = None
-               ) -> Rendered:
+def render_all(summary: Summary, templates: Templates, csv_path: Path | None = None,
+               csv: str | None = None) -> Rendered:
+    """Every form of ``summary``; ``csv``, when given, is its ``items_csv`` already made."""
     stamp = summary.generated_at.strftime("%Y%m%dT%H%M%SZ")
     csv_name = csv_path.name if csv_path else f"{summary.job}-{stamp}.csv"
     summary.csv_path = str(csv_path.resolve()) if csv_path else None
     return Rendered(summary, templates.subject_of(summary), templates.text_of(summary),
-                    templates.html_of(summary), items_csv(summary), csv_name)
+                    templates.html_of(summary), items_csv(summary) if csv is None else csv,
+                    csv_name)
 
 
 def report_base(summary: Summary, folder: Path) -> Path:
@@ -94,8 +96,9 @@ def conclude(job: Job, templates: Templates, state_path: Path, folder: Path, *,
         folder.mkdir(parents=True, exist_ok=True)
         base = report_base(summary, folder)
         csv_path = base.with_name(base.name + ".csv")
-        csv_path.write_text(items_csv(summary), encoding="utf-8", newline="")
-        rendered = render_all(summary, templates, csv_path)
+        csv = items_csv(summary)
+        csv_path.write_text(csv, encoding="utf-8", newline="")
+        rendered = render_all(summary, templates, csv_path, csv)
         files = [csv_path]
         for suffix, content in ((".txt", rendered.text), (".html", rendered.html)):
             path = base.with_name(base.name + suffix)
