@@ -31,7 +31,8 @@ class Outcome:
             if r["outcome"] == "settled" and r.get("source_currency"):
                 c = r["source_currency"]
                 out.sent[c] = out.sent.get(c, Decimal(0)) + Decimal(r["source_amount"])
-                out.fees[c] = out.fees.get(c, Decimal(0)) + Decimal(r["fee"] or 0)
+                if r.get("fee") is not None:  # only where the provider shows a fee
+                    out.fees[c] = out.fees.get(c, Decimal(0)) + Decimal(r["fee"])
         return out
 
     @property
@@ -53,7 +54,8 @@ class Outcome:
                            if self.counts[k])
         out = [f"{self.job_name}: {len(self.items)} items: {counts or 'none yet'}"]
         for c in sorted(self.sent):
-            out.append(f"  {c}: sent {self.sent[c]:,}, fees {self.fees[c]:,}")
+            fees = f", fees {self.fees[c]:,}" if c in self.fees else ""
+            out.append(f"  {c}: sent {self.sent[c]:,}{fees}")
         for r in self.failed:
             out.append(f"  failed {r['external_id']} (row {r['row']}): {r['error_code']} "
                        f"{r['error_message']}")

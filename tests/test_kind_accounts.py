@@ -578,11 +578,14 @@ def test_the_example_jobs_run_to_exit_0_and_again(tmp_path: Path, own_logging: N
         for job, (name, count, sent) in examples.items():
             result = cli("run", job, "--yes", "--state", str(state))
             assert (result.exit_code, out_lines(result)) == (0, [
-                f"{name}: {count} items: {count} settled", f"  EUR: sent {sent}, fees 0"])
+                f"{name}: {count} items: {count} settled", f"  EUR: sent {sent}"])
     assert {(r["outcome"], r["status"]) for r in items(state, "payouts-2026-11").values()} \
         == {("settled", "charged")}
     assert {(r["outcome"], r["status"]) for r in items(state, "transfers-2026-11").values()} \
         == {("settled", "Validated")}
+    # The provider shows no fee for payouts: the summary says what was sent, not "fees 0".
+    report = cli("report", "jobs/payouts.yaml", "--state", str(state)).stdout
+    assert "  EUR  sent 6,345.75  received 6,345.75\n" in report
 
 
 # ---------------------------------------------------------------- kill -9, then resume

@@ -177,7 +177,7 @@ def test_the_item_may_name_its_merchant_order_id(sb: RunningSandbox, tmp_path: P
 def test_a_refused_card_fails_with_its_code_and_is_not_sent_again(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb, [("a", "10.00", "json", CARD), ("r", "10.00", "xml", REFUSED)])
-    expected = [f"{NAME}: 2 items: 1 settled, 1 failed", "  EUR: sent 10.00, fees 0",
+    expected = [f"{NAME}: 2 items: 1 settled, 1 failed", "  EUR: sent 10.00",
                 "  failed lp-r (row 3): 3000 Operation refused: the card was refused"]
     assert runner("run", job, state) == (1, expected, [])
     r = items(state, NAME)["lp-r"]
@@ -437,7 +437,7 @@ def test_the_example_job_runs_to_exit_0_twice(tmp_path: Path,
     for _ in range(2):
         result = cli("run", "jobs/legacy-pay.yaml", "--yes", "--state", str(state))
         assert (result.exit_code, out_lines(result)) == (0, [
-            "legacy-pay-2026-11: 4 items: 4 settled", "  EUR: sent 145.39, fees 0"])
+            "legacy-pay-2026-11: 4 items: 4 settled", "  EUR: sent 145.39"])
     records = items(state, "legacy-pay-2026-11")
     assert {r["status"] for r in records.values()} == {"Authorized"}
     forms = [json.loads(a["request"])["format"] for e in sorted(records)

@@ -188,7 +188,7 @@ class _AccountRequestFlow(Flow):
             self._conflict(entry, f"{self.noun} {entry.ref} at the provider does not match "
                                   f"this item: {'; '.join(differs)}")
         self.update(entry, step="confirmed", intent=None, outcome="pending",
-                    provider_ref=entry.ref, error_code=None, error_message=None, fee="0",
+                    provider_ref=entry.ref, error_code=None, error_message=None,
                     **self.recorded(found))
         self._status(entry, found)
 

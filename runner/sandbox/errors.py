@@ -142,4 +142,7 @@ class JSON(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return simplejson.dumps(content, use_decimal=True, separators=(",", ":")).encode()
+        return _encode(content).encode()
+
+
+_encode = simplejson.JSONEncoder(use_decimal=True, separators=(",", ":")).encode

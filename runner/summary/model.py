@@ -78,12 +78,15 @@ class ItemLine:
 
 @dataclass(frozen=True)
 class CurrencyTotal:
-    """Settled items only: sent and fees in a source currency, received in a destination."""
+    """Settled items only: sent and fees in a source currency, received in a destination.
+    ``fees_known``: some item sent in this currency has a fee from the provider (the kinds
+    whose provider shows none leave fees and cost unsaid, rather than claim 0)."""
 
     currency: str
     sent: Decimal = Decimal(0)
     fees: Decimal = Decimal(0)
     received: Decimal = Decimal(0)
+    fees_known: bool = False
 
     @property
     def cost(self) -> Decimal:
@@ -171,8 +174,9 @@ class Summary:
         return {
             "job": self.job, "headline": self.headline, "generated_at": _iso(self.generated_at),
             "run": run, "counts": {**{k: 0 for k in STATES}, **self.counts},
-            "totals": [{"currency": t.currency, "sent": t.sent, "fees": t.fees,
-                        "received": t.received} for t in self.totals],
+            "totals": [{"currency": t.currency, "sent": t.sent,
+                        "fees": t.fees if t.fees_known else None, "received": t.received}
+                       for t in self.totals],
             "failed": [asdict(i) for i in self.failed],
             "needs_person": [asdict(i) for i in self.needs_person],
             "pending": [asdict(i) for i in self.pending],
@@ -211,14 +215,16 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
 
 
 def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
-    sums: dict[str, dict[str, Decimal]] = {}
+    sums: dict[str, dict[str, Any]] = {}
     for i in items:
         if i.state != "settled":
             continue
         if i.source_currency and i.source_amount is not None:
             src = sums.setdefault(i.source_currency, {})
             src["sent"] = src.get("sent", Decimal(0)) + i.source_amount
-            src["fees"] = src.get("fees", Decimal(0)) + (i.fee or Decimal(0))
+            if i.fee is not None:
+                src["fees"] = src.get("fees", Decimal(0)) + i.fee
+                src["fees_known"] = True
         if i.destination_currency and i.destination_amount is not None:
             dst = sums.setdefault(i.destination_currency, {})
             dst["received"] = dst.get("received", Decimal(0)) + i.destination_amount
