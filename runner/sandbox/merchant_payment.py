@@ -17,7 +17,13 @@ from runner.sandbox.clock import iso
 from runner.sandbox.errors import JSON, ApiError
 from runner.sandbox.pagination import paginate
 from runner.sandbox.pricing import price_merchant_payment
-from runner.sandbox.routing import DecimalRoute, check_party, require_alternatives, sandbox
+from runner.sandbox.routing import (
+    DecimalRoute,
+    busy_first,
+    check_party,
+    require_alternatives,
+    sandbox,
+)
 from runner.sandbox.statuses import (
     PAYMENT_PLANS,
     UNAVAILABLE,
@@ -253,3 +259,7 @@ async def confirm_payment(request: Request, ref: str) -> JSON:
 async def get_payment(request: Request, ref: str) -> JSON:
     sandbox(request).lifecycle.advance()
     return JSON(_payment(request, ref))
+
+
+busy_first(router, "/quotations", "/quotations/{ref}/payments", "/payments/{ref}/confirm",
+           "/payments/{ref}", "/quotations/{ref}")

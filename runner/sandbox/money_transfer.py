@@ -13,7 +13,13 @@ from runner.sandbox.clock import iso
 from runner.sandbox.errors import JSON, ApiError
 from runner.sandbox.pagination import paginate
 from runner.sandbox.pricing import price_remittance
-from runner.sandbox.routing import DecimalRoute, check_party, require_alternatives, sandbox
+from runner.sandbox.routing import (
+    DecimalRoute,
+    busy_first,
+    check_party,
+    require_alternatives,
+    sandbox,
+)
 from runner.sandbox.statuses import (
     TRANSFER_PLANS,
     UNAVAILABLE,
@@ -347,3 +353,7 @@ async def get_transaction(request: Request, ref: str) -> JSON:
     sb = sandbox(request)
     sb.lifecycle.advance()
     return JSON(_transaction(request, ref))
+
+
+busy_first(router, "/quotations", "/quotations/{ref}/transactions", "/transactions/{ref}/confirm",
+           "/transactions/{ref}", "/quotations/{ref}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import simplejson
 from fastapi import Request, Response
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter
 
 from runner import rules
 from runner.sandbox.errors import ApiError
@@ -38,6 +38,18 @@ class DecimalRoute(APIRoute):
             return await handler(DecimalRequest(request.scope, request.receive))
 
         return route
+
+
+def busy_first(router: APIRouter, *paths: str) -> None:
+    """Move the routes of ``paths`` (under the router's prefix) to the front. FastAPI tries a
+    request against the routes one by one, in order, and each try costs: the calls a batch
+    makes for every item are found first, the catalogue's after. No two routes of a service
+    match the same path, so the order changes nothing else."""
+    wanted = {router.prefix + p for p in paths}
+    busy = [r for r in router.routes if getattr(r, "path", None) in wanted]
+    if len(busy) != len(wanted):
+        raise ValueError(f"no route for some of {sorted(wanted)}")
+    router.routes[:] = busy + [r for r in router.routes if r not in busy]
 
 
 def sandbox(request: Request) -> Sandbox:
