@@ -319,3 +319,54 @@ def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
     mt = f"{sandbox.url}/v1/money-transfer"
     assert seen == [f"POST {mt}/quotations", f"GET {mt}/quotations/ext-via-proxy",
                     f"GET {mt}/quotations/ext-nobody", f"POST {mt}/quotations"]
+
+
+def test_tls_certificates_are_verified_against_the_configured_authority(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTPS provider whose certificate no trusted authority signed is refused before
+    anything is sent; with its authority as the CA bundle (REQUESTS_CA_BUNDLE), it is
+    reached. Verification is never turned off."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mail_server import Authority
+
+    from runner.provider.connect import _session
+
+    authority = Authority.make(tmp_path)
+    seen: list[str] = []
+
+    class Provider(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            seen.append(self.path)
+            answer = b'{"status": "up"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
+    server.socket = authority.server.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        untrusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
+        with pytest.raises(ConnectionRefused) as caught:
+            untrusted.ping()
+        assert str(caught.value).startswith(
+            "could not connect: the provider's TLS certificate is not trusted (")
+        assert seen == []
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(authority.ca_file))
+        trusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
+        assert trusted.ping() == {"status": "up"}
+        assert len(seen) == 1
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -13,6 +13,7 @@ the client side, and a provider API uses none of them.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -134,6 +135,12 @@ class ProviderClient:
             if isinstance(exc.reason, ReadTimeoutError):
                 raise ProviderTimeout("no answer in time", endpoint=endpoint,
                                       external_id=external_id) from None
+            refused = _cause(exc, (ssl.SSLCertVerificationError,))
+            if isinstance(refused, ssl.SSLCertVerificationError):
+                raise ConnectionRefused(
+                    f"could not connect: the provider's TLS certificate is not trusted "
+                    f"({refused.verify_message})", endpoint=endpoint,
+                    external_id=external_id) from None
             cls = ConnectionRefused if _never_sent(exc) else ResponseLost
             raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
                       external_id=external_id) from None
@@ -193,19 +200,27 @@ def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def _never_sent(exc: BaseException) -> bool:
-    """True when the connection failed before the request could leave (refused, DNS)."""
+def _cause(exc: BaseException, kinds: tuple[type[BaseException], ...]
+           ) -> BaseException | None:
+    """The first exception of ``kinds`` in what caused ``exc`` (itself included)."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, NewConnectionError | ConnectTimeoutError):
-            return True
+        if isinstance(cause, kinds):
+            return cause
         reason = getattr(cause, "reason", None)
         cause = reason if isinstance(reason, BaseException) else (
             cause.args[0] if cause.args and isinstance(cause.args[0], BaseException)
             else cause.__context__)
-    return False
+    return None
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """True when the connection failed before the request could leave (refused, DNS, a TLS
+    certificate refused: the request is written only once the handshake is done)."""
+    return _cause(exc, (NewConnectionError, ConnectTimeoutError,
+                        ssl.SSLCertVerificationError)) is not None
 
 
 def _reason(exc: BaseException) -> str:
