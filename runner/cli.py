@@ -183,7 +183,6 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     from runner.job import load_job
     from runner.outcome import Outcome
     from runner.provider.connect import connect
-    from runner.state import StateStore
     from runner.summary import check_summary
 
     _logging(quiet, verbose)
@@ -208,12 +207,7 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
         click.echo("", err=True)
     if result.exit_code == 2 and result.report is not None:
         _print_report(result.report)
-    store = StateStore(state_path)
-    try:
-        outcome = Outcome.of(loaded.name, list(store.items(loaded.name)))
-    finally:
-        store.close()
-    for line in outcome.lines():
+    for line in Outcome.load(state_path, loaded.name).lines():
         click.echo(line)
     for external_id, why in result.refused:
         click.echo(f"  refused {external_id}: {why}")
@@ -331,15 +325,9 @@ def status(job: Path, state: Path | None) -> None:
     """
     from runner.job import load_job
     from runner.outcome import Outcome
-    from runner.state import StateStore
 
     loaded = load_job(job)
-    store = StateStore(state_path_of(state))
-    try:
-        outcome = Outcome.of(loaded.name, list(store.items(loaded.name)))
-    finally:
-        store.close()
-    for line in outcome.lines():
+    for line in Outcome.load(state_path_of(state), loaded.name).lines():
         click.echo(line)
 
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
+
+from runner.state import StateStore
 
 NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
                             "or the item changed after its payment started",
@@ -22,6 +25,15 @@ class Outcome:
     counts: Counter[str] = field(default_factory=Counter)
     sent: dict[str, Decimal] = field(default_factory=dict)
     fees: dict[str, Decimal] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, state_path: Path, job_name: str) -> Outcome:
+        """The job's items as the state database at ``state_path`` holds them now."""
+        store = StateStore(state_path)
+        try:
+            return cls.of(job_name, list(store.items(job_name)))
+        finally:
+            store.close()
 
     @classmethod
     def of(cls, job_name: str, items: list[dict[str, Any]]) -> Outcome:
