@@ -92,11 +92,21 @@ class OnboardingFlow(Flow):
         self._keep(entry, chain, "final", outcome="settled", provider_ref=entry.external_id,
                    error_code=None, error_message=None)
 
-    def _make(self, entry: Entry, step: str, body: dict[str, Any],
+    def _make(self, entry: Entry, step: str, what: str, body: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any | None:
         """The link made or found (None: the item failed). A link in doubt from an earlier
         run is looked up first; a name already used is looked up, for the caller to adopt
-        what it finds or call it a conflict."""
+        what it finds or call it a conflict. Another integrator's link (``what``, as
+        "company 'Acme'") is a conflict here."""
+        link = self._made_or_found(entry, step, body, send, lookup)
+        if link is not None and FOREIGN in link:
+            self._conflict(entry, f"{what} exists and is another integrator's "
+                                  f"({link[FOREIGN]})")
+        return link
+
+    def _made_or_found(self, entry: Entry, step: str, body: dict[str, Any],
+                       send: Callable[[], Any], lookup: Callable[[], Any | None]
+                       ) -> Any | None:
         if entry.record.get("intent") == step:
             found = self.read(lookup)
             if found is not None:
@@ -142,13 +152,10 @@ class OnboardingFlow(Flow):
             return found if found is None or FOREIGN in found or found["name"] == name \
                 else None
 
-        company = self._make(entry, "company", body,
+        company = self._make(entry, "company", f"company {name!r}", body,
                              lambda: self.client.create_company(body), lookup)
         if company is None:
             return False
-        if FOREIGN in company:
-            self._conflict(entry, f"company {name!r} exists and is another integrator's "
-                                  f"({company[FOREIGN]})")
         chain.update(company_id=company["id"])
         self._keep(entry, chain, "company", outcome="pending")
         return True
@@ -168,13 +175,10 @@ class OnboardingFlow(Flow):
             return found if found is None or FOREIGN in found or \
                 found.get("merchant_external_id") == ref else None
 
-        merchant = self._make(entry, "merchant", body,
+        merchant = self._make(entry, "merchant", f"merchant {ref!r}", body,
                               lambda: self.client.create_merchant(body), lookup)
         if merchant is None:
             return False
-        if FOREIGN in merchant:
-            self._conflict(entry, f"merchant {ref!r} exists and is another integrator's "
-                                  f"({merchant[FOREIGN]})")
         theirs = {k: merchant.get(k) for k in ("company_id", "name", "template_id")}
         ours = {k: body[k] for k in theirs}
         if theirs != ours or merchant.get("custom_data") != item.merchant.custom_data:
@@ -195,13 +199,11 @@ class OnboardingFlow(Flow):
         if account.payout_bank_accounts is not None:
             body["payout_bank_accounts"] = [b.model_dump(exclude_none=True)
                                             for b in account.payout_bank_accounts]
-        made = self._make(entry, "account", body, lambda: self.client.create_account(body),
+        made = self._make(entry, "account", f"account {label!r}", body,
+                          lambda: self.client.create_account(body),
                           _visible(self.client.account_balances, label))
         if made is None:
             return False
-        if FOREIGN in made:
-            self._conflict(entry, f"account {label!r} exists and is another integrator's "
-                                  f"({made[FOREIGN]})")
         if "id" not in made:  # found by its balances: all the document lets us compare
             if not self._asked(entry, "account"):
                 self._conflict(entry, f"an account labelled {label!r} exists, and this item "
