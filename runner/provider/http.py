@@ -35,6 +35,7 @@ from runner.provider.auth import DEFAULT_BRAND, make_signer
 from runner.provider.errors import (
     ConnectionRefused,
     NotFound,
+    ProviderConnectionError,
     ProviderTimeout,
     ResponseLost,
     error_from_answer,
@@ -123,31 +124,8 @@ class ProviderClient:
                 headers={**headers, **self.sign()}, redirect=False, assert_same_host=False,
                 preload_content=True, decode_content=True, retries=retries,
                 timeout=self._timeout)
-        except ReadTimeoutError:
-            raise ProviderTimeout("no answer in time", endpoint=endpoint,
-                                  external_id=external_id) from None
-        except MaxRetryError as exc:
-            # (urllib3 counts a refused connection as a connect timeout too.)
-            if isinstance(exc.reason, ConnectTimeoutError) and not isinstance(
-                    exc.reason, NewConnectionError):
-                raise ConnectionRefused(f"could not connect: {_reason(exc)}", endpoint=endpoint,
-                                        external_id=external_id) from None
-            if isinstance(exc.reason, ReadTimeoutError):
-                raise ProviderTimeout("no answer in time", endpoint=endpoint,
-                                      external_id=external_id) from None
-            refused = _cause(exc, (ssl.SSLCertVerificationError,))
-            if isinstance(refused, ssl.SSLCertVerificationError):
-                raise ConnectionRefused(
-                    f"could not connect: the provider's TLS certificate is not trusted "
-                    f"({refused.verify_message})", endpoint=endpoint,
-                    external_id=external_id) from None
-            cls = ConnectionRefused if _never_sent(exc) else ResponseLost
-            raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
-                      external_id=external_id) from None
         except (HTTPError, OSError) as exc:
-            cls = ConnectionRefused if _never_sent(exc) else ResponseLost
-            raise cls(f"connection failed: {_reason(exc)}", endpoint=endpoint,
-                      external_id=external_id) from None
+            raise _no_answer(exc, endpoint, external_id) from None
         return Reply(raw.status, raw.headers, raw.data)
 
     def _route(self) -> tuple[HTTPConnectionPool, str, Any]:
@@ -200,6 +178,27 @@ def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
+def _no_answer(exc: BaseException, endpoint: str, external_id: str | None
+               ) -> ProviderConnectionError:
+    """Why a call got no answer: refused before sending, timed out, or lost after."""
+    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
+    cls: type[ProviderConnectionError]
+    if isinstance(reason, ReadTimeoutError):
+        cls, message = ProviderTimeout, "no answer in time"
+    elif isinstance(untrusted := _cause(exc, (ssl.SSLCertVerificationError,)),
+                    ssl.SSLCertVerificationError):
+        cls, message = ConnectionRefused, (f"could not connect: the provider's TLS certificate "
+                                           f"is not trusted ({untrusted.verify_message})")
+    # (urllib3 counts a refused connection as a connect timeout too.)
+    elif isinstance(reason, ConnectTimeoutError) and not isinstance(reason, NewConnectionError):
+        cls, message = ConnectionRefused, f"could not connect: {_reason(exc)}"
+    else:  # refused or not resolved: the request never left; else it may have
+        never_sent = _cause(exc, (NewConnectionError, ConnectTimeoutError)) is not None
+        cls = ConnectionRefused if never_sent else ResponseLost
+        message = f"connection failed: {_reason(exc)}"
+    return cls(message, endpoint=endpoint, external_id=external_id)
+
+
 def _cause(exc: BaseException, kinds: tuple[type[BaseException], ...]
            ) -> BaseException | None:
     """The first exception of ``kinds`` in what caused ``exc`` (itself included)."""
@@ -214,13 +213,6 @@ def _cause(exc: BaseException, kinds: tuple[type[BaseException], ...]
             cause.args[0] if cause.args and isinstance(cause.args[0], BaseException)
             else cause.__context__)
     return None
-
-
-def _never_sent(exc: BaseException) -> bool:
-    """True when the connection failed before the request could leave (refused, DNS, a TLS
-    certificate refused: the request is written only once the handshake is done)."""
-    return _cause(exc, (NewConnectionError, ConnectTimeoutError,
-                        ssl.SSLCertVerificationError)) is not None
 
 
 def _reason(exc: BaseException) -> str:
