@@ -3,9 +3,13 @@ by external id, and every failure mapped to its error class and retry rule."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import threading
+from collections.abc import Iterator
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -242,42 +246,47 @@ def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatc
     assert bypassed.verify is True
 
 
-def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
+            ) -> Iterator[str]:
+    """A real HTTP(S) server on a free loopback port, in a thread; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
-    class Redirecting(BaseHTTPRequestHandler):
+
+class Quiet(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
+    class Redirecting(Quiet):
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
             self.send_response(307)
             self.send_header("Location", "http://127.0.0.1:9/elsewhere")
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = MoneyTransferClient(f"http://127.0.0.1:{server.server_address[1]}", KEY,
-                                     SECRET)
+    with serving(Redirecting) as url:
+        client = MoneyTransferClient(url, KEY, SECRET)
         with pytest.raises(BusinessRefusal) as caught:
             client.create_quotation({**QUOTE, "external_id": "r"})
         assert (caught.value.status, caught.value.retry) == (307, Retry.UNSAFE)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
     """A forward proxy (plain HTTP) sees each call's absolute URL and relays it; the answers
     and the errors are the provider's, as without a proxy."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     seen: list[str] = []
 
-    class Proxy(BaseHTTPRequestHandler):
+    class Proxy(Quiet):
         protocol_version = "HTTP/1.1"
 
         def relay(self) -> None:
@@ -289,33 +298,24 @@ def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
                                       data=self.rfile.read(length) if length else None,
                                       allow_redirects=False)
             self.send_response(answer.status_code)
-            for name in ("Content-Type",):
-                if name in answer.headers:
-                    self.send_header(name, answer.headers[name])
+            if "Content-Type" in answer.headers:
+                self.send_header("Content-Type", answer.headers["Content-Type"])
             self.send_header("Content-Length", str(len(answer.content)))
             self.end_headers()
             self.wfile.write(answer.content)
 
         do_GET = do_POST = relay  # noqa: N815 - the stdlib's names
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
+    with serving(Proxy) as proxy:
         session = requests.Session()
         session.trust_env = False
-        session.proxies = {"http": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        session.proxies = {"http": proxy}
         client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac", session=session)
         quotation = client.create_quotation({**QUOTE, "external_id": "via-proxy"})
         assert client.find_quotation("via-proxy")["id"] == quotation["id"]
         assert client.find_quotation("nobody") is None
         with pytest.raises(DuplicateExternalId):
             client.create_quotation({**QUOTE, "external_id": "via-proxy"})
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
     mt = f"{sandbox.url}/v1/money-transfer"
     assert seen == [f"POST {mt}/quotations", f"GET {mt}/quotations/ext-via-proxy",
                     f"GET {mt}/quotations/ext-nobody", f"POST {mt}/quotations"]
@@ -326,8 +326,6 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
     """An HTTPS provider whose certificate no trusted authority signed is refused before
     anything is sent; with its authority as the CA bundle (REQUESTS_CA_BUNDLE), it is
     reached. Verification is never turned off."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from mail_server import Authority
 
     from runner.provider.connect import _session
@@ -335,7 +333,7 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
     authority = Authority.make(tmp_path)
     seen: list[str] = []
 
-    class Provider(BaseHTTPRequestHandler):
+    class Provider(Quiet):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
@@ -347,16 +345,9 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
             self.end_headers()
             self.wfile.write(answer)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
-    server.socket = authority.server.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"https://127.0.0.1:{server.server_address[1]}"
     for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
-    try:
+    with serving(Provider, tls=authority.server) as url:
         untrusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
         with pytest.raises(ConnectionRefused) as caught:
             untrusted.ping()
@@ -367,6 +358,3 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
         trusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
         assert trusted.ping() == {"status": "up"}
         assert len(seen) == 1
-    finally:
-        server.shutdown()
-        server.server_close()
