@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import requests
 import simplejson
+from notification_receiver import Receiver
 
 from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread
@@ -158,3 +159,17 @@ def adm(sb: RunningSandbox) -> Admin:
 def state(tmp_path: Path) -> Path:
     """Where a test's state database goes."""
     return tmp_path / "s.sqlite"
+
+
+@pytest.fixture
+def receivers() -> Iterator[Callable[..., Receiver]]:
+    """Partner endpoints for callbacks and notifications, closed after the test."""
+    made: list[Receiver] = []
+
+    def make(script: list[int] | None = None) -> Receiver:
+        made.append(Receiver(script))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()

@@ -10,7 +10,7 @@ import hmac
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -27,21 +27,8 @@ NAMES = {"firstname": "Ada", "lastname": "Lovelace"}
 
 
 @pytest.fixture
-def receiver_factory() -> Iterator[Callable[..., Receiver]]:
-    made: list[Receiver] = []
-
-    def make(script: list[int] | None = None) -> Receiver:
-        made.append(Receiver(script))
-        return made[-1]
-
-    yield make
-    for r in made:
-        r.close()
-
-
-@pytest.fixture
-def receiver(receiver_factory: Callable[..., Receiver]) -> Receiver:
-    return receiver_factory()
+def receiver(receivers: Callable[..., Receiver]) -> Receiver:
+    return receivers()
 
 
 def clients(sb: RunningSandbox) -> tuple[Api, Admin]:
@@ -178,9 +165,9 @@ def test_header_brand_is_configurable(sandbox_factory: Callable[..., RunningSand
 
 # ---------------------------------------------------------------- retries
 def test_failed_deliveries_are_retried_until_accepted(
-    api: Api, admin: Admin, receiver_factory: Callable[..., Receiver],
+    api: Api, admin: Admin, receivers: Callable[..., Receiver],
 ) -> None:
-    receiver = receiver_factory([500, 500, 200])
+    receiver = receivers([500, 500, 200])
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirmed = confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(3)
@@ -196,8 +183,8 @@ def test_failed_deliveries_are_retried_until_accepted(
 
 
 def test_a_redirect_is_not_a_delivery(api: Api, admin: Admin,
-                                      receiver_factory: Callable[..., Receiver]) -> None:
-    receiver = receiver_factory([302, 307, 200])
+                                      receivers: Callable[..., Receiver]) -> None:
+    receiver = receivers([302, 307, 200])
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(3)
@@ -209,10 +196,10 @@ def test_a_redirect_is_not_a_delivery(api: Api, admin: Admin,
 
 
 def test_retries_stop_after_the_configured_attempts(
-    sandbox_factory: Callable[..., RunningSandbox], receiver_factory: Callable[..., Receiver],
+    sandbox_factory: Callable[..., RunningSandbox], receivers: Callable[..., Receiver],
 ) -> None:
     api, admin = clients(sandbox_factory(callback_attempts=3, callback_spacing=0.005))
-    receiver = receiver_factory([500] * 10)
+    receiver = receivers([500] * 10)
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     receiver.wait_for(3)
@@ -227,10 +214,10 @@ def test_retries_stop_after_the_configured_attempts(
 
 
 def test_retry_spacing_doubles(sandbox_factory: Callable[..., RunningSandbox],
-                               receiver_factory: Callable[..., Receiver]) -> None:
+                               receivers: Callable[..., Receiver]) -> None:
     spacing = 0.02
     api, _ = clients(sandbox_factory(callback_attempts=5, callback_spacing=spacing))
-    receiver = receiver_factory([500, 500, 503, 200])
+    receiver = receivers([500, 500, 503, 200])
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     at = [g.at for g in receiver.wait_for(4)]

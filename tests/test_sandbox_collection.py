@@ -7,7 +7,7 @@ of these paths is checked in test_sandbox_legacy.py, with the legacy Pay's.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -37,19 +37,6 @@ INFO = {"card-eur": CARD, "card-usd-fx": CARD, "bnpl-eur": {"email": "ada@exampl
         "wallet-kes": {"msisdn": "+254700100200"}, "openbanking-eur": {"bank_id": "BNPAFRPP"}}
 CURRENCY = {"card-eur": "EUR", "bnpl-eur": "EUR", "wallet-kes": "KES", "openbanking-eur": "EUR"}
 Factory = Callable[..., RunningSandbox]
-
-
-@pytest.fixture
-def receivers() -> Iterator[Callable[..., Receiver]]:
-    made: list[Receiver] = []
-
-    def make(script: list[int] | None = None) -> Receiver:
-        made.append(Receiver(script))
-        return made[-1]
-
-    yield make
-    for r in made:
-        r.close()
 
 
 # ---------------------------------------------------------------- helpers

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -30,19 +30,6 @@ URLS = {"ReturnUrl": "https://shop.example/return", "AbortedUrl": "https://shop.
         "ErrorUrl": "https://shop.example/error",
         "ServerNotificationUrl": "https://shop.example/notify"}
 JSON_TYPE, XML_TYPE = "application/json", "application/xml"
-
-
-@pytest.fixture
-def receivers() -> Iterator[Callable[..., Receiver]]:
-    made: list[Receiver] = []
-
-    def make(script: list[int] | None = None) -> Receiver:
-        made.append(Receiver(script))
-        return made[-1]
-
-    yield make
-    for r in made:
-        r.close()
 
 
 # ---------------------------------------------------------------- helpers
