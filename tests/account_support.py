@@ -6,7 +6,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from conftest import Api, body
+import requests
+from conftest import Api, body, error_of
 
 ACCOUNT = "/v1/account"
 ONBOARDING = "/v1/onboarding"
@@ -14,6 +15,15 @@ BALANCE_TYPES = ["AVAILABLE", "EXPECTED", "WAITING_FOR_VALIDATION", "UP_TO_DATE"
 BALANCE_PATHS = {"available": "AVAILABLE", "expected": "EXPECTED",
                  "waitingforvalidation": "WAITING_FOR_VALIDATION", "uptodate": "UP_TO_DATE"}
 OPENING = Decimal("50000.00")  # ACC0001's validated opening entry
+
+
+def refused(response: requests.Response, status: int, code: str, *words: str) -> None:
+    """The answer is the document's error ``code`` with ``status``, its message saying
+    each of ``words``."""
+    assert error_of(response) == (status, code), response.text
+    message = body(response)["errors"][0]["message"]
+    for word in words:
+        assert word in message, message
 
 
 def iban(country: str, bban: str) -> str:

@@ -28,10 +28,11 @@ from account_support import (
     onboard,
     payout,
     payout_body,
+    refused,
     transfer,
     transfer_body,
 )
-from conftest import KEY, SECRET, Admin, Api, body, error_of
+from conftest import KEY, SECRET, Admin, Api, body
 
 from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox
@@ -45,13 +46,6 @@ ZERO = {kind: Decimal("0.00") for kind in BALANCE_TYPES}
 def sandbox(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
     """Validation waits 60 s on the sandbox clock: tests move it with ``admin.advance``."""
     return sandbox_factory(validation_delay=60.0)
-
-
-def refused(response: requests.Response, status: int, code: str, *words: str) -> None:
-    assert error_of(response) == (status, code), response.text
-    message = body(response)["errors"][0]["message"]
-    for word in words:
-        assert word in message, message
 
 
 def settled(amount: str) -> dict[str, Decimal]:

@@ -21,6 +21,7 @@ from account_support import (
     fetched,
     iban,
     payout,
+    refused,
     transfer,
 )
 from conftest import KEY, SECRET, Admin, Api, body, error_of
@@ -43,13 +44,6 @@ BANK_FIELDS = {
 def sandbox(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
     """Validation waits 60 s on the sandbox clock: tests move it with ``admin.advance``."""
     return sandbox_factory(validation_delay=60.0)
-
-
-def refused(response: requests.Response, status: int, code: str, *words: str) -> None:
-    assert error_of(response) == (status, code), response.text
-    message = body(response)["errors"][0]["message"]
-    for word in words:
-        assert word in message, message
 
 
 def company(api: Api, name: str, template: str = "TPL-STANDARD") -> dict[str, Any]:
