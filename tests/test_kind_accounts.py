@@ -10,14 +10,13 @@ tells the same story. Requests are validated on the sandbox's next tick
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -556,17 +555,7 @@ def test_an_unavailable_receiving_bank_ends_the_run_with_75(
 
 
 # ---------------------------------------------------------------- the examples
-@pytest.fixture
-def own_logging() -> Iterator[None]:
-    """`runner run` points the "runner" logger at its stderr; put it back afterwards."""
-    logger = logging.getLogger("runner")
-    handlers, level = logger.handlers[:], logger.level
-    yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-
-
-def test_the_example_jobs_run_to_exit_0_and_again(tmp_path: Path, own_logging: None,
+def test_the_example_jobs_run_to_exit_0_and_again(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("RUNNER_BASE_URL", "RUNNER_API_KEY", "RUNNER_API_SECRET"):
         monkeypatch.delenv(name, raising=False)
@@ -597,8 +586,8 @@ def runner_env() -> dict[str, str]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
-        kind: str, sb: RunningSandbox, adm: Admin, api: Api, tmp_path: Path, state: Path,
-        own_logging: None) -> None:
+        kind: str, sb: RunningSandbox, adm: Admin, api: Api, tmp_path: Path, state: Path
+        ) -> None:
     count = 12
     target = "PBA0001-1" if kind == "payout" else "ACC0002"
     rows = [(f"{n:02d}", "ACC0001", target, f"{n}.00") for n in range(1, count + 1)]
