@@ -317,9 +317,9 @@ def main() -> None:
         if first.code == 0 and unfinished:
             # The second run times a finished batch: the statuses the first run did not
             # wait for are followed to the end first (untimed), as a later run would.
-            write_batch(folder, url, args.items, name=JOB_NAME, concurrency=args.concurrency,
-                        timeout="30s", wait_for_final="60s", max_wait="60s",
-                        script="engine.py")
+            text = job.read_text(encoding="utf-8")
+            job.write_text(text.replace(f"wait_for_final: {args.wait_for_final}\n",
+                                        "wait_for_final: 60s\n"), encoding="utf-8")
             code = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env=runner_env(), check=False).returncode

@@ -196,15 +196,20 @@ class StateStore:
         return found
 
     def insert_item(self, values: dict[str, Any]) -> dict[str, Any]:
-        return self.insert_items([values])[0]
+        record = dict(values)
+        self.insert_items([record])
+        return record
 
-    def insert_items(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """New items (the same columns in each), in one transaction; their records."""
-        stamp = now_iso()
-        records = [{"step": "new", "attempt": 1, "outcome": "pending", **values,
-                    "created_at": stamp, "updated_at": stamp} for values in rows]
+    def insert_items(self, records: list[dict[str, Any]]) -> None:
+        """New items (the same columns in each) in one transaction; each record is completed
+        in place with the columns the insert gives it (step, attempt, outcome, stamps)."""
         if not records:
-            return records
+            return
+        stamp = now_iso()
+        for record in records:
+            for name, value in (("step", "new"), ("attempt", 1), ("outcome", "pending"),
+                                ("created_at", stamp), ("updated_at", stamp)):
+                record.setdefault(name, value)
         columns = ", ".join(records[0])
         marks = ", ".join("?" * len(records[0]))
         with self.lock:
@@ -217,7 +222,6 @@ class StateStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return records
 
     def update_item(self, external_id: str, **values: Any) -> None:
         with self.lock:

@@ -101,7 +101,7 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
     elsewhere = state.owners([v.external_id for v in valid if v.external_id not in known])
     entries: list[Entry] = []
     refused: list[tuple[str, str]] = []
-    new: list[int] = []  # where in entries the items new to the state are
+    new: list[dict[str, Any]] = []  # the records of the items new to the state
     for v in valid:
         record = known.get(v.external_id)
         fingerprint = _fingerprint(flow.fingerprinted(v.item))
@@ -113,8 +113,10 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
             record = {"external_id": v.external_id, "job_name": job.name, "kind": job.kind,
                       "row": v.row, "fingerprint": fingerprint,
                       "summary": _json(flow.summary_of(v.item))}
-            new.append(len(entries))
-        elif record["fingerprint"] != fingerprint and record["step"] != "final":
+            new.append(record)
+            entries.append(Entry(v.external_id, v.row, v.item, record))
+            continue
+        if record["fingerprint"] != fingerprint and record["step"] != "final":
             if record["step"] == "new" and not record["intent"]:
                 state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
                 record["fingerprint"] = fingerprint
@@ -124,10 +126,7 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
                                   error_message=message)
                 record.update(outcome="conflict", error_code="changed", error_message=message)
         entries.append(Entry(v.external_id, v.row, v.item, dict(record)))
-    # The new items in one transaction, before anything is sent for them.
-    inserted = state.insert_items([entries[k].record for k in new])
-    for k, record in zip(new, inserted, strict=True):
-        entries[k].record = record
+    state.insert_items(new)  # in one transaction, before anything is sent for them
     return report, entries, refused
 
 
