@@ -19,9 +19,9 @@ from click.testing import CliRunner, Result
 from conftest import KEY, SECRET, Admin, Api, body
 
 from runner.cli import main
+from runner.connect import connect
 from runner.engine.batch import RunOptions, RunResult, run_job
 from runner.job import load_job
-from runner.provider.connect import connect
 from runner.sandbox import RunningSandbox
 from runner.state import StateStore
 

@@ -36,7 +36,6 @@ from engine_support import (
 )
 
 from runner.engine.flow import Entry
-from runner.engine.policy import Decision, RetryPolicy, decide
 from runner.provider.errors import (
     AlreadyConfirmed,
     AuthenticationError,
@@ -53,6 +52,7 @@ from runner.provider.errors import (
     ServerError,
     ServiceUnavailable,
 )
+from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.provider.throttle import Throttle
 from runner.sandbox import RunningSandbox
 from runner.state import StateStore

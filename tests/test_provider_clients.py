@@ -228,20 +228,20 @@ def test_one_function_maps_answers(status: int, body: Any, cls: type, retry: Ret
 
 
 def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.provider.connect import _session
+    from runner.provider import session_for
 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/company-ca.pem")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    session = _session("https://api.provider.example", pool=4)
+    session = session_for("https://api.provider.example", pool=4)
     assert session.proxies["https"] == "http://proxy.example:3128"
     assert session.verify == "/etc/ssl/company-ca.pem"
     assert session.trust_env is False
     monkeypatch.setenv("NO_PROXY", "api.provider.example")
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    bypassed = _session("https://api.provider.example", pool=4)
+    bypassed = session_for("https://api.provider.example", pool=4)
     assert "https" not in bypassed.proxies
     assert bypassed.verify is True
 
@@ -328,7 +328,7 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
     reached. Verification is never turned off."""
     from mail_server import Authority
 
-    from runner.provider.connect import _session
+    from runner.provider import session_for
 
     authority = Authority.make(tmp_path)
     seen: list[str] = []
@@ -348,13 +348,13 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
     for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
     with serving(Provider, tls=authority.server) as url:
-        untrusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
+        untrusted = MoneyTransferClient(url, KEY, SECRET, session=session_for(url, pool=4))
         with pytest.raises(ConnectionRefused) as caught:
             untrusted.ping()
         assert str(caught.value).startswith(
             "could not connect: the provider's TLS certificate is not trusted (")
         assert seen == []
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(authority.ca_file))
-        trusted = MoneyTransferClient(url, KEY, SECRET, session=_session(url, pool=4))
+        trusted = MoneyTransferClient(url, KEY, SECRET, session=session_for(url, pool=4))
         assert trusted.ping() == {"status": "up"}
         assert len(seen) == 1

@@ -31,11 +31,11 @@ from runner.engine.merchant_payment import MerchantPaymentFlow
 from runner.engine.onboarding import OnboardingFlow
 from runner.engine.operations import CancelFlow, ChargeFlow, RefundFlow
 from runner.engine.payment_orders import PaymentOrderFlow
-from runner.engine.policy import RetryPolicy
 from runner.engine.remittance import RemittanceFlow
 from runner.errors import RunnerError
 from runner.job import Job, ValidItem
-from runner.provider.connect import Provider
+from runner.provider import Provider
+from runner.provider.retry import RetryPolicy
 from runner.state import LEASE_TTL, LeaseHeld, StateStore
 from runner.validation import Report, validate_job
 

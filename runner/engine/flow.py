@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.policy import Decision, RetryPolicy, decide
 from runner.provider.errors import (
     DuplicateExternalId,
     ProviderConnectionError,
     ProviderError,
     Retry,
 )
+from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.state import StateStore
 
 

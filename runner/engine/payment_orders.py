@@ -38,11 +38,11 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Conflict, Entry, Flow, InDoubt, mask
-from runner.engine.policy import Decision, decide
 from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
 from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
 from runner.provider.http import ext
+from runner.provider.retry import Decision, decide
 
 SETTLED = {"Authorized", "Charged", "Refunded"}
 FAILED = {"Refused", "Error", "Aborted", "Cancelled"}

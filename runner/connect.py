@@ -1,5 +1,7 @@
-"""Reaching the provider a job names: ``base_url: sandbox`` starts the embedded sandbox in a
-thread of this process (with the job's own credentials), anything else is used as it is.
+"""The composition root: from a job to the provider's clients. ``base_url: sandbox`` starts
+the embedded sandbox in a thread of this process (with the job's own credentials), anything
+else is used as it is. Only this module (and the command line) knows both the provider
+clients and the sandbox.
 
 The embedded sandbox keeps its state in ``<state dir>/sandbox.jsonl``, so the provider a
 resumed run talks to remembers what the killed run did, exactly as a real provider would.
@@ -8,17 +10,13 @@ resumed run talks to remembers what the killed run did, exactly as a real provid
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
 from runner.job import Job
+from runner.provider import Provider, session_for
 from runner.provider.accounts import AccountClient
 from runner.provider.collection import CollectionClient
-from runner.provider.http import ProviderClient
 from runner.provider.legacy import LegacyPayClient
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
@@ -26,42 +24,8 @@ from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
 
 
-@dataclass
-class Provider:
-    """The clients of one provider, sharing one pooled session."""
-
-    base_url: str
-    money_transfer: MoneyTransferClient
-    merchant_payment: MerchantPaymentClient
-    collection: CollectionClient
-    accounts: AccountClient
-    onboarding: OnboardingClient
-    legacy: LegacyPayClient
-    session: requests.Session
-
-    @property
-    def clients(self) -> tuple[ProviderClient, ...]:
-        return (self.money_transfer, self.merchant_payment, self.collection, self.accounts,
-                self.onboarding, self.legacy)
-
-
-def _session(base_url: str, pool: int) -> requests.Session:
-    """A pooled session whose proxy and CA settings are read from the environment once, not
-    on every call (requests does that per request, a measurable cost at thousands of calls).
-    TLS verification stays on: only the CA bundle can be chosen."""
-    session = requests.Session()
-    session.proxies = requests.utils.get_environ_proxies(base_url)
-    session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get(
-        "CURL_CA_BUNDLE") or True
-    session.trust_env = False
-    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max(pool, 10))
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
-
-
 def _clients(job: Job, base_url: str, pool: int) -> Provider:
-    session = _session(base_url, pool)
+    session = session_for(base_url, pool)
     p = job.provider
     kw = dict(auth=p.auth, session=session, brand=p.brand, timeout=(5.0, float(p.timeout)))
     key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()

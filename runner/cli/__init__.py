@@ -22,9 +22,9 @@ import click
 import simplejson
 
 from runner import __version__
+from runner.cli.sandbox import sandbox
+from runner.cli.schema import schema
 from runner.errors import JobErrors, RunnerError
-from runner.job.cli import schema
-from runner.sandbox.cli import sandbox
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
     from runner.engine.batch import RunResult
@@ -145,8 +145,8 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
 
 
 def _validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
+    from runner.connect import connect
     from runner.job import load_job
-    from runner.provider.connect import connect
     from runner.summary import check_summary
     from runner.validation import validate_job
 
@@ -179,10 +179,10 @@ def _logging(quiet: bool, verbose: bool) -> None:
 
 def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool) -> None:
+    from runner.connect import connect
     from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
     from runner.outcome import Outcome
-    from runner.provider.connect import connect
     from runner.summary import check_summary
 
     _logging(quiet, verbose)
