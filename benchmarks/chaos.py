@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread  # noqa: E402
-from runner.state import StateStore  # noqa: E402
+from runner.state import open_store  # noqa: E402
 
 KEY, SECRET = "chaos-key", "chaos-secret"
 JOB_NAME = "chaos-2026-11"
@@ -394,23 +394,20 @@ def verify(sandbox: RunningSandbox, state_path: Path, job_name: str, external_id
         detail += f"; other currencies: {sorted(currencies - {'EUR'})}"
     verdicts.append(Verdict("balance", ok, detail))
 
-    store = StateStore(state_path)
-    try:
-        records = {r["external_id"]: r for r in store.items(job_name)}
-        attempts = dict(store.db.execute(
-            "SELECT coalesce(result, 'left open'), count(*) FROM attempts GROUP BY 1").fetchall())
-    finally:
-        store.close()
+    with open_store(state_path) as store:
+        records = {r.external_id: r for r in store.items(job_name)}
+        attempts = Counter(a.result or "left open" for e in records
+                           for a in store.attempts(e))
     wrong = []
     for e in external_ids:
         r = records.get(e)
         ts = confirmed[e]
         if r is None:
             wrong.append(f"{e}: not in the state database")
-        elif r["outcome"] != "settled" or r["step"] != "final" or r["intent"]:
-            wrong.append(f"{e}: {r['step']}/{r['outcome']}/intent={r['intent']}")
-        elif len(ts) != 1 or r["transaction_id"] != ts[0]["id"]:
-            wrong.append(f"{e}: transaction {r['transaction_id']} in the state, "
+        elif r.outcome != "settled" or r.step != "final" or r.intent:
+            wrong.append(f"{e}: {r.step}/{r.outcome}/intent={r.intent}")
+        elif len(ts) != 1 or r.transaction_id != ts[0]["id"]:
+            wrong.append(f"{e}: transaction {r.transaction_id} in the state, "
                          f"{[t['id'] for t in ts]} confirmed at the sandbox")
     calls = ", ".join(f"{n} {k}" for k, n in sorted(attempts.items()))
     detail = (f"{len(external_ids) - len(wrong)}/{len(external_ids)} settled with the "

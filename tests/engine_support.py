@@ -11,6 +11,7 @@ import json
 import re
 import time
 from collections import Counter
+from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from runner.connect import connect
 from runner.engine.batch import RunOptions, RunResult, run_job
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import ItemRecord, open_store
 
 JOB = """\
 version: 1
@@ -168,10 +169,15 @@ def posts(admin: Admin) -> Counter[str]:
     return Counter({k: v for k, v in counts.items() if k.startswith("POST")})
 
 
+def row_of(record: ItemRecord) -> dict[str, Any]:
+    """An item as its database row holds it (amounts as their text)."""
+    return {k: str(v) if isinstance(v, Decimal) else v for k, v in asdict(record).items()}
+
+
 def items(state: Path, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        return {r["external_id"]: r for r in store.items(job_name)}
+        return {r.external_id: row_of(r) for r in store.items(job_name)}
     finally:
         store.close()
 
@@ -186,14 +192,14 @@ def sent_for(state: Path, external_id: str, created: str
              ) -> list[tuple[str, str, str | None, str | None]]:
     """(step, the external_id it was sent for, result, code) of every POST for an item;
     ``created`` names the confirm request's key (transaction, payment)."""
-    store = StateStore(state)
+    store = open_store(state)
     try:
         rows = store.attempts(external_id)
     finally:
         store.close()
     out = []
     for a in rows:
-        request = json.loads(a["request"])
-        out.append((a["step"], request.get("external_id") or request.get(created),
-                    a["result"], a["code"]))
+        request = json.loads(a.request or "{}")
+        out.append((a.step, request.get("external_id") or request.get(created),
+                    a.result, a.code))
     return out

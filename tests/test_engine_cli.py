@@ -33,7 +33,7 @@ from engine_support import (
 )
 
 from runner.sandbox import RunningSandbox
-from runner.state import LEASE_TTL, StateStore
+from runner.state import LEASE_TTL, open_store
 
 JOB_NAME = "pay-2026-11"
 EVERY = {"pay-a": 1, "pay-b": 1, "pay-c": 1}
@@ -172,7 +172,7 @@ def _dead_pid() -> int:
 def test_a_live_run_holding_the_lease_makes_a_second_start_exit_75(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb)
-    holder = StateStore(state)
+    holder = open_store(state)
     try:
         token = holder.acquire_lease(JOB_NAME, 41)
         assert runner("run", job, state) == (75, [], [
@@ -193,7 +193,7 @@ def test_an_abandoned_lease_is_taken_over(whose: str, sb: RunningSandbox, adm: A
                                           tmp_path: Path, state: Path) -> None:
     pid, beat = (_dead_pid(), time.time()) if whose == "dead pid" else (
         os.getpid(), time.time() - LEASE_TTL - 5)
-    holder = StateStore(state)
+    holder = open_store(state)
     try:
         holder.db.table("leases").insert({"job_name": JOB_NAME, "run_id": 7,
                                           "host": socket.gethostname(), "pid": pid,
@@ -204,7 +204,7 @@ def test_an_abandoned_lease_is_taken_over(whose: str, sb: RunningSandbox, adm: A
     assert runner("run", job, state) == (0, [f"{JOB_NAME}: 3 items: 3 settled",
                                              "  EUR: sent 60.00, fees 4.50"], [])
     assert confirmed(sb) == EVERY
-    holder = StateStore(state)
+    holder = open_store(state)
     try:
         assert list(holder.db.table("leases").rows) == []  # released at the end
     finally:

@@ -10,8 +10,10 @@ import pytest
 from job_files import write
 from pydantic import ValidationError
 
-from runner.job import KINDS, ValidItem, item_model, iter_items, load_job
+from runner.job import ValidItem, iter_items, load_job
 from runner.job.problems import explain
+from runner.kinds import MODULES as KINDS
+from runner.kinds import kind_named
 
 URLS = {"return_url": "https://m.example/r", "aborted_url": "https://m.example/a",
         "error_url": "https://m.example/e", "notification_url": "https://m.example/n"}
@@ -62,7 +64,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 
 
 def problems(kind: str, item: dict[str, Any]) -> list[str]:
-    model = item_model(kind)
+    model = kind_named(kind).item
     with pytest.raises(ValidationError) as caught:
         model.model_validate(item)
     return [f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in explain(caught.value, model)]
@@ -75,7 +77,7 @@ def test_every_kind_has_an_example() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_accepts_its_documented_fields(kind: str) -> None:
-    item = item_model(kind).model_validate(EXAMPLES[kind])
+    item = kind_named(kind).item.model_validate(EXAMPLES[kind])
     assert item.model_dump(exclude_none=True, exclude_defaults=False)
 
 
@@ -86,7 +88,7 @@ def test_each_kind_refuses_unknown_fields(kind: str) -> None:
 
 
 def test_remittance_amounts_are_decimal_and_floats_are_refused() -> None:
-    item = item_model("remittance").model_validate(EXAMPLES["remittance"])
+    item = kind_named("remittance").item.model_validate(EXAMPLES["remittance"])
     assert item.source.amount == Decimal("10")  # type: ignore[attr-defined]
     example = {**EXAMPLES["remittance"], "source": {
         "country_iso_code": "FRA", "currency": "EUR", "amount": 12.5}}
@@ -117,7 +119,7 @@ def test_payment_order_conditions() -> None:
     assert problems("payment_order", host) == [
         "payment_information: required in HOST_TO_HOST mode"]
     host["payment_information"] = {"msisdn": "+254700000001"}
-    assert item_model("payment_order").model_validate(host)
+    assert kind_named("payment_order").item.model_validate(host)
     redirect = {**base, "merchant_urls": {"notification_url": "https://m.example/n"}}
     assert problems("payment_order", redirect) == [
         "merchant_urls.aborted_url: required in REDIRECT mode"]
@@ -127,7 +129,7 @@ def test_payment_order_with_a_currency_conversion_quotation() -> None:
     base = {**EXAMPLES["payment_order"], "requested": {"currency": "EUR"}}
     processed = {**base, "quotation": {"quotation_mode": "PROCESSED_AMOUNT",
                                        "processed": {"currency": "KES", "amount": "1500"}}}
-    assert item_model("payment_order").model_validate(processed)
+    assert kind_named("payment_order").item.model_validate(processed)
     requested = {**base, "quotation": {"quotation_mode": "REQUESTED_AMOUNT",
                                        "processed": {"currency": "KES"}}}
     assert problems("payment_order", requested) == [
@@ -159,7 +161,7 @@ def test_legacy_pay_credential_names_are_unique() -> None:
 
 
 def test_legacy_pay_format() -> None:
-    model = item_model("legacy_pay")
+    model = kind_named("legacy_pay").item
     assert model.model_validate(EXAMPLES["legacy_pay"]).format == "json"  # type: ignore[attr-defined]
     xml = model.model_validate({**EXAMPLES["legacy_pay"], "format": "xml"})
     assert xml.format == "xml"  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from runner.cli.schema import schema
 from runner.errors import JobError, JobErrors, ProviderError, RunnerError, StateError
-from runner.job import KINDS
+from runner.kinds import MODULES as KINDS
 
 
 def test_schema_prints_the_job_model() -> None:

@@ -30,7 +30,7 @@ from runner.engine.accounts import reference_reused
 from runner.provider.accounts import AccountClient
 from runner.provider.errors import BusinessRefusal
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "acc-2026-11"
@@ -139,9 +139,9 @@ def settled_by(amount: Decimal) -> dict[str, Decimal]:
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str | None, str | None]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        return [(a["step"], a["result"], a["code"]) for a in store.attempts(external_id)]
+        return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
         store.close()
 
@@ -622,10 +622,10 @@ def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
     assert_settled(sb, state, kind, expected)
     assert balances(api, "ACC0001")["UP_TO_DATE"] == OPENING - total
     # Whatever the kill interrupted, no item was asked for twice.
-    store = StateStore(state)
+    store = open_store(state)
     try:
         for external_id in expected:
-            ok = [a for a in store.attempts(external_id) if a["result"] == "ok"]
+            ok = [a for a in store.attempts(external_id) if a.result == "ok"]
             assert len(ok) <= 1, external_id
     finally:
         store.close()

@@ -41,7 +41,7 @@ from runner.provider.legacy import (
     xml_request,
 )
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import open_store
 
 NAME = "shop-2026-11"
 CARD = "5555555555554444"  # a valid test number that is no sandbox trigger: Authorized
@@ -105,9 +105,9 @@ def pays(adm: Admin) -> int:
 
 
 def attempts(state: Path, external_id: str) -> list[tuple[str, str, str | None]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        return [(a["step"], a["result"], a["code"]) for a in store.attempts(external_id)]
+        return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
         store.close()
 
@@ -340,9 +340,9 @@ def test_card_data_is_never_stored_logged_or_reported(sb: RunningSandbox, adm: A
         leaks = [str(p) for p, t in zip(files + ["output"] * len(seen), texts,
                                         strict=True) if token.search(t)]
         assert leaks == [], number
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        requests = [json.loads(a["request"]) for e in ("lp-lost", "lp-a", "lp-r", "lp-e")
+        requests = [json.loads(a.request) for e in ("lp-lost", "lp-a", "lp-r", "lp-e")
                     for a in store.attempts(e)]
     finally:
         store.close()
@@ -353,12 +353,12 @@ def test_card_data_is_never_stored_logged_or_reported(sb: RunningSandbox, adm: A
 
 
 def test_the_fingerprint_is_not_a_hash_of_card_data() -> None:
-    from runner.engine.batch import _fingerprint
+    from runner.engine.batch import fingerprint as _fingerprint
     from runner.engine.legacy_pay import LegacyPayFlow
-    from runner.job import item_model
+    from runner.kinds import kind_named
 
     def item(card: str, cvv: str) -> Any:
-        return item_model("legacy_pay").model_validate({
+        return kind_named("legacy_pay").item.model_validate({
             "MerchantId": "MER0001", "Amount": "1.00", "Currency": "EUR",
             "PaymentPageId": "card-eur", "MerchantUrls": {},
             "Credentials": [{"name": "CardNumber", "credential": card},
@@ -440,13 +440,13 @@ def test_the_example_job_runs_to_exit_0_twice(tmp_path: Path,
             "legacy-pay-2026-11: 4 items: 4 settled", "  EUR: sent 145.39"])
     records = items(state, "legacy-pay-2026-11")
     assert {r["status"] for r in records.values()} == {"Authorized"}
-    forms = [json.loads(a["request"])["format"] for e in sorted(records)
+    forms = [json.loads(a.request)["format"] for e in sorted(records)
              for a in _attempts_of(state, e)]
     assert forms == ["json", "xml", "json", "xml"]
 
 
 def _attempts_of(state: Path, external_id: str) -> list[dict[str, Any]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
         return store.attempts(external_id)
     finally:

@@ -28,7 +28,7 @@ from engine_support import base_of, cli, items, outcomes, posts, run, sent_for
 from runner.engine.merchant_payment import payment_details
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import ItemRecord, open_store
 from runner.summary import build_summary
 from runner.summary.render import templates_of
 
@@ -448,9 +448,10 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
 def test_details_of_any_kind_are_shown_generically_and_escaped(tmp_path: Path) -> None:
     """The summary shows whatever an item's details hold (a payment URL, onboarding ids,
     instructions), scrubbed of secrets and card numbers, and HTML-escaped."""
-    store = StateStore(tmp_path / "s.sqlite")
+    store = open_store(tmp_path / "s.sqlite")
     try:
-        store.insert_item({"external_id": "o-1", "job_name": NAME, "kind": "payment_order",
+        store.insert_items([ItemRecord(**{
+                           "external_id": "o-1", "job_name": NAME, "kind": "payment_order",
                            "row": 2, "fingerprint": "f", "outcome": "pending",
                            "summary": json.dumps({"beneficiary": "<b>Ann</b>"}),
                            "details": json.dumps({
@@ -459,9 +460,10 @@ def test_details_of_any_kind_are_shown_generically_and_escaped(tmp_path: Path) -
                                "tags": ["one", "two"], "empty": None,
                                "note": "secret-XYZ card 4111 1111 1111 1111",
                                "instructions": [{"channel": "<USSD>",
-                                                 "steps": ["Dial *1#", "Say \"hi\""]}]})})
-        store.insert_item({"external_id": "o-2", "job_name": NAME, "kind": "payment_order",
-                           "row": 3, "fingerprint": "f", "summary": "{}"})
+                                                 "steps": ["Dial *1#", "Say \"hi\""]}]})})])
+        store.insert_items([ItemRecord(**{
+                           "external_id": "o-2", "job_name": NAME, "kind": "payment_order",
+                           "row": 3, "fingerprint": "f", "summary": "{}"})])
         summary = build_summary(store, NAME, secrets=["secret-XYZ"])
     finally:
         store.close()

@@ -28,10 +28,10 @@ from collection_support import (
 from conftest import KEY, SECRET, Admin, Api, body
 from engine_support import cli, items, out_lines, run
 
-from runner.engine.batch import _fingerprint
+from runner.engine.batch import fingerprint as engine_fingerprint
 from runner.job import iter_items, load_job
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import open_store
 from runner.validation.collection import fingerprint
 
 JOB = "col-2026-11"
@@ -56,9 +56,9 @@ def ops_by_item(sb: RunningSandbox) -> Counter[str]:
 
 
 def sent_steps(state: Path, external_id: str) -> list[tuple[str, str | None]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        return [(a["step"], a["result"]) for a in store.attempts(external_id)]
+        return [(a.step, a.result) for a in store.attempts(external_id)]
     finally:
         store.close()
 
@@ -252,7 +252,7 @@ def test_the_validation_knows_items_again_by_the_engines_fingerprint(
         sb: RunningSandbox, tmp_path: Path) -> None:
     path = job(tmp_path, sb, "charge", [op("a", "o", "30.00")])
     [result] = list(iter_items(load_job(path)))
-    assert fingerprint(result.item) == _fingerprint(result.item)  # type: ignore[union-attr]
+    assert fingerprint(result.item) == engine_fingerprint(result.item)  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- rule 5

@@ -33,11 +33,11 @@ from collection_support import (
 from conftest import Admin
 from engine_support import cli, items, run
 
-from runner.engine.batch import _fingerprint
+from runner.engine.batch import fingerprint
 from runner.engine.payment_orders import PaymentOrderFlow
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import StateStore
+from runner.state import open_store
 
 JOB = "col-2026-11"
 REPO = Path(__file__).resolve().parent.parent
@@ -78,9 +78,9 @@ def job(tmp_path: Path, sb: RunningSandbox, rows: list[dict[str, Any]], **kw: An
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str | None, str | None]]:
-    store = StateStore(state)
+    store = open_store(state)
     try:
-        return [(a["step"], a["result"], a["code"]) for a in store.attempts(external_id)]
+        return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
         store.close()
 
@@ -371,10 +371,10 @@ def test_no_card_number_or_cvv_reaches_the_state(sb: RunningSandbox, tmp_path: P
                                                  state: Path) -> None:
     path = job(tmp_path, sb, [row("a", cvv="987")])
     assert run(path, state).exit_code == 0
-    store = StateStore(state)
+    store = open_store(state)
     try:
         dumped = json.dumps([list(store.items(JOB)), store.attempts("a")], default=str)
-        [sent] = [json.loads(a["request"]) for a in store.attempts("a")]
+        [sent] = [json.loads(a.request) for a in store.attempts("a")]
     finally:
         store.close()
     assert CARD["card_number"] not in dumped and "987" not in json.dumps(sent)
@@ -389,7 +389,7 @@ def test_no_card_number_or_cvv_reaches_the_state(sb: RunningSandbox, tmp_path: P
     flow = PaymentOrderFlow.__new__(PaymentOrderFlow)
     other = item.model_copy(update={"payment_information": item.payment_information.model_copy(
         update={"card_number": "4000056655661111", "card_cvv": "000"})})
-    assert _fingerprint(flow.fingerprinted(item)) == _fingerprint(flow.fingerprinted(other))
+    assert fingerprint(flow.fingerprinted(item)) == fingerprint(flow.fingerprinted(other))
 
 
 # ---------------------------------------------------------------- kill -9

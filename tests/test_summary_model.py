@@ -16,7 +16,7 @@ import pytest
 from job_files import write
 
 from runner.job import load_job
-from runner.state import StateStore
+from runner.state import ItemRecord, StateStore, open_store
 from runner.summary import build_summary, check_summary
 from runner.summary.items_csv import items_csv
 from runner.summary.render import duration
@@ -27,17 +27,18 @@ SECRET = "api-secret-Hq2"
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[StateStore]:
-    s = StateStore(tmp_path / "s.sqlite")
+    s = open_store(tmp_path / "s.sqlite")
     yield s
     s.close()
 
 
 def add(store: StateStore, n: int, outcome: str, step: str = "final", **values: Any) -> str:
     external_id = f"pay-E{n}"
-    store.insert_item({"external_id": external_id, "job_name": JOB, "kind": "remittance",
+    store.insert_items([ItemRecord(**{
+                       "external_id": external_id, "job_name": JOB, "kind": "remittance",
                        "row": n + 1, "fingerprint": "f", "summary": json.dumps({
                            "beneficiary": f"Name {n}", "payer_id": 1,
-                           "identifier": {"msisdn": "*********000" + str(n)}})})
+                           "identifier": {"msisdn": "*********000" + str(n)}})})])
     store.update_item(external_id, outcome=outcome, step=step, **values)
     return external_id
 

@@ -6,11 +6,12 @@ import json
 
 import click
 
-from runner.job.model import ITEM_MODELS, KINDS, Job
+from runner.job.model import Job
+from runner.kinds import MODULES, kind_named
 
 
 @click.command()
-@click.option("--kind", type=click.Choice(KINDS), help="Print the schema of one kind's item.")
+@click.option("--kind", type=click.Choice(MODULES), help="Print the schema of one kind's item.")
 def schema(kind: str | None) -> None:
     """Print the JSON Schema of a job file, or of one kind's item.
 
@@ -23,6 +24,6 @@ def schema(kind: str | None) -> None:
       runner schema > job.schema.json
       runner schema --kind remittance
     """
-    model = Job if kind is None else ITEM_MODELS[kind]
+    model = Job if kind is None else kind_named(kind).item
     document = model.model_json_schema(by_alias=True)
     click.echo(json.dumps(document, indent=2, sort_keys=False))

@@ -27,14 +27,16 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from runner.engine.flow import Conflict, Entry, Flow, InDoubt
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.accounts import AccountClient
 from runner.provider.errors import BusinessRefusal, ProviderError
+from runner.state import ItemChanges
 
 log = logging.getLogger("runner")
+RequestT = TypeVar("RequestT", bound=PayoutItem | AccountTransferItem)
 WAITING = ("waitingforvalidation",)
 
 
@@ -58,10 +60,9 @@ class _Statement:
             self.by_transfer.setdefault(str(e.get("transfer_request_id")), []).append(e)
 
 
-class _AccountRequestFlow(Flow):
+class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     """What payouts and transfers share: one POST, its lookup, the poll, the pre-flight."""
 
-    client: AccountClient
     noun = ""  # "payout request", for messages
     final_status = ""  # the status (lower case) that ends the request well
 
@@ -73,10 +74,10 @@ class _AccountRequestFlow(Flow):
         self._statements: dict[str, _Statement] = {}
 
     # ------------------------------------------------------------ what each says
-    def money(self, item: Any) -> Money:
+    def money(self, item: RequestT) -> Money:
         raise NotImplementedError
 
-    def body(self, entry: Entry) -> dict[str, Any]:
+    def body(self, entry: Entry[RequestT]) -> dict[str, Any]:
         raise NotImplementedError
 
     def send(self, body: dict[str, Any]) -> Any:
@@ -85,26 +86,26 @@ class _AccountRequestFlow(Flow):
     def find(self, reference: str) -> Any | None:
         raise NotImplementedError
 
-    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+    def differences(self, entry: Entry[RequestT], found: dict[str, Any]) -> list[str]:
         """How the request the provider holds differs from the item (empty: it is ours)."""
         raise NotImplementedError
 
-    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+    def recorded(self, found: dict[str, Any]) -> ItemChanges:
         """Amounts and provider ids of the request, for the state."""
         raise NotImplementedError
 
-    def problem_when_final(self, entry: Entry, found: dict[str, Any]) -> str | None:
+    def problem_when_final(self, entry: Entry[RequestT], found: dict[str, Any]) -> str | None:
         return None
 
     # ------------------------------------------------------------ engine hooks
-    def ready(self, entry: Entry) -> bool:
-        return entry.record["step"] == "new"
+    def ready(self, entry: Entry[RequestT]) -> bool:
+        return entry.record.step == "new"
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[RequestT]) -> tuple[str, Decimal] | None:
         money = self.money(entry.item)
         return money.currency, money.amount
 
-    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def cost(self, entry: Entry[RequestT]) -> tuple[str, Decimal] | None:
         money = self.money(entry.item)
         account = entry.item.source_account_id
         key = f"{account} {money.currency}"
@@ -130,11 +131,11 @@ class _AccountRequestFlow(Flow):
     def _available(self, account: str) -> dict[str, Any]:
         return dict(self.read(lambda: self.client.balance(account, "AVAILABLE"))["balance"])
 
-    def commit(self, entry: Entry) -> None:
+    def commit(self, entry: Entry[RequestT]) -> None:
         """Ask for the request (the money is reserved), then read its status once."""
-        if entry.record.get("intent") == self.commit_step:
+        if entry.record.intent == self.commit_step:
             self.settle_doubt(entry)
-            if entry.record["step"] != "new" or entry.record.get("intent"):
+            if entry.record.step != "new" or entry.record.intent:
                 return
         ref = entry.ref
         body = self.body(entry)
@@ -155,10 +156,10 @@ class _AccountRequestFlow(Flow):
                                       f"({exc.message}), yet does not find it")
         self._adopt(entry, found)
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[RequestT]) -> None:
         """A request sent whose answer was lost: found, it is adopted; clearly not found,
         the doubt is over and it may be sent again."""
-        if entry.record.get("intent") != self.commit_step:
+        if entry.record.intent != self.commit_step:
             return
         found = self.read(lambda: self.find(entry.ref))
         if found is None:
@@ -166,7 +167,7 @@ class _AccountRequestFlow(Flow):
         else:
             self._adopt(entry, found)
 
-    def poll(self, entry: Entry) -> bool:
+    def poll(self, entry: Entry[RequestT]) -> bool:
         found = self.read(lambda: self.find(entry.ref))
         if found is None:
             self.update(entry, outcome="unknown", error_code="missing",
@@ -174,25 +175,26 @@ class _AccountRequestFlow(Flow):
                                       f"no longer finds it: check it there")
         else:
             self._status(entry, found)
-        return entry.record["step"] == "final"
+        return entry.record.step == "final"
 
     # ------------------------------------------------------------ shared steps
-    def _conflict(self, entry: Entry, message: str) -> NoReturn:
+    def _conflict(self, entry: Entry[RequestT], message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
         raise Conflict(entry.external_id)
 
-    def _adopt(self, entry: Entry, found: dict[str, Any]) -> None:
+    def _adopt(self, entry: Entry[RequestT], found: dict[str, Any]) -> None:
         differs = self.differences(entry, found)
         if differs:  # the doubt is over: what the provider holds is known, and not ours
             self._conflict(entry, f"{self.noun} {entry.ref} at the provider does not match "
                                   f"this item: {'; '.join(differs)}")
-        self.update(entry, step="confirmed", intent=None, outcome="pending",
-                    provider_ref=entry.ref, error_code=None, error_message=None,
-                    **self.recorded(found))
+        changes = self.recorded(found)
+        changes.update({"step": "confirmed", "intent": None, "outcome": "pending",
+                        "provider_ref": entry.ref, "error_code": None, "error_message": None})
+        self.update(entry, **changes)
         self._status(entry, found)
 
-    def _status(self, entry: Entry, found: dict[str, Any]) -> None:
+    def _status(self, entry: Entry[RequestT], found: dict[str, Any]) -> None:
         status = str(found.get("status") or "")
         if status.lower() == self.final_status:
             problem = self.problem_when_final(entry, found)
@@ -262,10 +264,9 @@ def _amount_differs(name: str, money: Money, found: dict[str, Any]) -> list[str]
     return []
 
 
-class PayoutFlow(_AccountRequestFlow):
+class PayoutFlow(_AccountRequestFlow[PayoutItem]):
     """A payout request from an account to one of its payout bank accounts."""
 
-    kind = "payout"
     commit_step = "payout_request"
     noun = "payout request"
     final_status = "charged"
@@ -277,7 +278,7 @@ class PayoutFlow(_AccountRequestFlow):
         return {"beneficiary": item.payout_bank_account_id,
                 "identifier": {"from": item.source_account_id}}
 
-    def body(self, entry: Entry) -> dict[str, Any]:
+    def body(self, entry: Entry[PayoutItem]) -> dict[str, Any]:
         return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
 
     def send(self, body: dict[str, Any]) -> Any:
@@ -286,7 +287,7 @@ class PayoutFlow(_AccountRequestFlow):
     def find(self, reference: str) -> Any | None:
         return self.client.find_payout_request(reference)
 
-    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+    def differences(self, entry: Entry[PayoutItem], found: dict[str, Any]) -> list[str]:
         item: PayoutItem = entry.item
         differs = _amount_differs("payout", item.payout, found)
         if found.get("payout_bank_account_id") != item.payout_bank_account_id:
@@ -297,19 +298,18 @@ class PayoutFlow(_AccountRequestFlow):
                            f"{item.source_account_id}")
         return differs
 
-    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+    def recorded(self, found: dict[str, Any]) -> ItemChanges:
         target = found.get("target") or found["payout"]
         return {"source_currency": found["payout"]["currency"],
-                "source_amount": str(found["payout"]["amount"]),
+                "source_amount": Decimal(found["payout"]["amount"]),
                 "destination_currency": target["currency"],
-                "destination_amount": str(target["amount"]),
+                "destination_amount": Decimal(target["amount"]),
                 "details": json.dumps({"payout request": found.get("id")})}
 
 
-class AccountTransferFlow(_AccountRequestFlow):
+class AccountTransferFlow(_AccountRequestFlow[AccountTransferItem]):
     """A transfer request between two accounts, its entries checked once validated."""
 
-    kind = "account_transfer"
     commit_step = "transfer_request"
     noun = "transfer request"
     final_status = "validated"
@@ -321,7 +321,7 @@ class AccountTransferFlow(_AccountRequestFlow):
         return {"beneficiary": item.target_account_id,
                 "identifier": {"from": item.source_account_id}}
 
-    def body(self, entry: Entry) -> dict[str, Any]:
+    def body(self, entry: Entry[AccountTransferItem]) -> dict[str, Any]:
         return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
 
     def send(self, body: dict[str, Any]) -> Any:
@@ -330,7 +330,8 @@ class AccountTransferFlow(_AccountRequestFlow):
     def find(self, reference: str) -> Any | None:
         return self.client.find_transfer_request(reference)
 
-    def differences(self, entry: Entry, found: dict[str, Any]) -> list[str]:
+    def differences(self, entry: Entry[AccountTransferItem], found: dict[str, Any]
+                    ) -> list[str]:
         item: AccountTransferItem = entry.item
         differs = _amount_differs("transfer", item.transfer, found)
         for side, named in (("source", item.source_account_id),
@@ -342,14 +343,15 @@ class AccountTransferFlow(_AccountRequestFlow):
             differs.append(f"type {found.get('type')}, the item {item.type}")
         return differs
 
-    def recorded(self, found: dict[str, Any]) -> dict[str, Any]:
+    def recorded(self, found: dict[str, Any]) -> ItemChanges:
         money = found["transfer"]
-        return {"source_currency": money["currency"], "source_amount": str(money["amount"]),
+        return {"source_currency": money["currency"], "source_amount": Decimal(money["amount"]),
                 "destination_currency": money["currency"],
-                "destination_amount": str(money["amount"]),
+                "destination_amount": Decimal(money["amount"]),
                 "details": json.dumps({"transfer request": found.get("id")})}
 
-    def problem_when_final(self, entry: Entry, found: dict[str, Any]) -> str | None:
+    def problem_when_final(self, entry: Entry[AccountTransferItem], found: dict[str, Any]
+                           ) -> str | None:
         """What is wrong with the transfer's entries: one debit on the source and one credit
         on the target, each for its amount and naming the other account."""
         transfer_id = str(found["id"])

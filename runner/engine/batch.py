@@ -14,6 +14,8 @@ resumed by the next one; a Ctrl-C lets calls in flight finish and be recorded.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
@@ -24,19 +26,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from runner.engine.accounts import AccountTransferFlow, PayoutFlow
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown
-from runner.engine.legacy_pay import LegacyPayFlow
-from runner.engine.merchant_payment import MerchantPaymentFlow
-from runner.engine.onboarding import OnboardingFlow
-from runner.engine.operations import CancelFlow, ChargeFlow, RefundFlow
-from runner.engine.payment_orders import PaymentOrderFlow
-from runner.engine.remittance import RemittanceFlow
-from runner.errors import RunnerError
+from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown, Run
 from runner.job import Job, ValidItem
+from runner.job.fields import JobModel
+from runner.kinds import kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import LEASE_TTL, LeaseHeld, StateStore
+from runner.state import LEASE_TTL, ItemRecord, LeaseHeld, StateStore, open_store
+from runner.summary.model import Summary, build_summary, run_times
 from runner.validation import Report, validate_job
 
 log = logging.getLogger("runner")
@@ -54,93 +51,66 @@ class RunOptions:
     clock: Callable[[], float] = time.time
     stop: threading.Event = field(default_factory=threading.Event)
     ask: Callable[[dict[str, Any]], bool] | None = None
-    on_progress: Callable[[str, Entry], None] | None = None
+    on_progress: Callable[[str, Entry[Any]], None] | None = None
 
 
 @dataclass
 class RunResult:
     exit_code: int
     message: str
-    entries: list[Entry] = field(default_factory=list)
+    summary: Summary | None = None  # the batch as the run left it
     report: Report | None = None
-    refused: list[tuple[str, str]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.summary.counts) if self.summary is not None else {}
 
 
-class UnsupportedKind(RunnerError):
-    exit_code = 2
-
-
-# The pipeline of each kind, and the provider client it drives.
-FLOWS: dict[str, tuple[type[Flow], Callable[[Provider], Any]]] = {
-    "payment_order": (PaymentOrderFlow, lambda p: p.collection),
-    "charge": (ChargeFlow, lambda p: p.collection),
-    "refund": (RefundFlow, lambda p: p.collection),
-    "cancel": (CancelFlow, lambda p: p.collection),
-    "payout": (PayoutFlow, lambda p: p.accounts),
-    "account_transfer": (AccountTransferFlow, lambda p: p.accounts),
-    "remittance": (RemittanceFlow, lambda p: p.money_transfer),
-    "merchant_payment": (MerchantPaymentFlow, lambda p: p.merchant_payment),
-    "legacy_pay": (LegacyPayFlow, lambda p: p.legacy),
-    "onboarding": (OnboardingFlow, lambda p: p.onboarding),
-}
-
-
-def _fingerprint(item: Any) -> str:
-    import hashlib
-
+def fingerprint(item: JobModel) -> str:
     return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
 
 
-def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow
-             ) -> tuple[Report, list[Entry], list[tuple[str, str]]]:
-    """Validate the job and pair each valid item with its state record (created if new)."""
+def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any],
+             run_id: int) -> tuple[Report, list[Entry[Any]], list[tuple[str, str]]]:
+    """Validate the job and pair each valid item with its state record (created if new);
+    what the checks found (invalid items, items another job holds) is noted on the run, and
+    the items refused under rule 7 returned with why."""
     valid: list[ValidItem] = []
     report = validate_job(job, provider, check_balances=False, keep=valid.append)
-    known = {r["external_id"]: r for r in state.items(job.name)}
+    known = {r.external_id: r for r in state.items(job.name)}
     elsewhere = state.owners([v.external_id for v in valid if v.external_id not in known])
-    entries: list[Entry] = []
+    entries: list[Entry[Any]] = []
     refused: list[tuple[str, str]] = []
-    new: list[dict[str, Any]] = []  # the records of the items new to the state
+    new: list[ItemRecord] = []  # the records of the items new to the state
     for v in valid:
         record = known.get(v.external_id)
-        fingerprint = _fingerprint(flow.fingerprinted(v.item))
+        fingerprinted = fingerprint(flow.fingerprinted(v.item))
         if record is None:
             if v.external_id in elsewhere:  # rule 7: handled under another job's name
                 refused.append((v.external_id, f"row {v.row}: already handled by job "
                                                f"{elsewhere[v.external_id]}; not paid again"))
                 continue
-            record = {"external_id": v.external_id, "job_name": job.name, "kind": job.kind,
-                      "row": v.row, "fingerprint": fingerprint,
-                      "summary": _json(flow.summary_of(v.item))}
+            record = ItemRecord(v.external_id, job.name, job.kind, v.row, fingerprinted,
+                                summary=json.dumps(flow.summary_of(v.item), sort_keys=True))
             new.append(record)
-            entries.append(Entry(v.external_id, v.row, v.item, record))
-            continue
-        if record["fingerprint"] != fingerprint and record["step"] != "final":
-            if record["step"] == "new" and not record["intent"]:
-                state.update_item(v.external_id, fingerprint=fingerprint, row=v.row)
-                record["fingerprint"] = fingerprint
-            elif record["outcome"] not in SKIP:
+        elif record.fingerprint != fingerprinted and record.step != "final":
+            if record.step == "new" and not record.intent:
+                state.update_item(v.external_id, fingerprint=fingerprinted, row=v.row)
+                record.apply({"fingerprint": fingerprinted, "row": v.row})
+            elif record.outcome not in SKIP:
                 message = "the item changed after its payment started; check it by hand"
                 state.update_item(v.external_id, outcome="conflict", error_code="changed",
                                   error_message=message)
-                record.update(outcome="conflict", error_code="changed", error_message=message)
-        entries.append(Entry(v.external_id, v.row, v.item, dict(record)))
+                record.apply({"outcome": "conflict", "error_code": "changed",
+                              "error_message": message})
+        entries.append(Entry(v.item, record))
     state.insert_items(new)  # in one transaction, before anything is sent for them
+    state.note_checks(run_id, report.invalid, len(refused))
     return report, entries, refused
 
 
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True)
-
-
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
-    if job.kind not in FLOWS:
-        raise UnsupportedKind(f"{job.path}: kind {job.kind} cannot be run yet")
-    state = StateStore(options.state_path)
-    try:
+    with open_store(options.state_path) as state:
         run_id = state.start_run(job.name, str(job.path))
         try:
             token = state.acquire_lease(job.name, run_id)
@@ -149,31 +119,42 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             raise
         beat = _Heartbeat(state, job.name, token)
         try:
-            result = _run(job, provider, options, state, run_id)
+            policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
+                                 sleep=options.sleep)
+            run = Run(state, run_id, job.name, policy, options.clock)
+            code, message, report, refused = _run(job, provider, options, run)
+            summary = build_summary(state, job.name, secrets=job.secrets(), refused=refused,
+                                    notes=[message])
+            if code is None:
+                code = 1 if summary.items_problems else 0
         finally:
             beat.stop()
             state.release_lease(job.name, token)
-        state.end_run(run_id, result.exit_code, result.counts)
-        return result
-    finally:
-        state.close()
+        state.end_run(run_id, code, summary.counts)
+        summary.run = run_times(state.latest_run(job.name))
+        return RunResult(code, message, summary, report)
 
 
-def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
-         run_id: int) -> RunResult:
-    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
-                         sleep=options.sleep)
-    flow_class, client_of = FLOWS[job.kind]
-    flow = flow_class(client_of(provider), state, run_id, policy, options.clock)
-    report, entries, refused = _entries(job, provider, state, flow)
+def _run(job: Job, provider: Provider, options: RunOptions, run: Run
+         ) -> tuple[int | None, str, Report, list[tuple[str, str]]]:
+    """The phases; the exit code when the run decides it (else the batch's state does),
+    its message, what the checks found, and the items refused under rule 7."""
+    kind = kind_named(job.kind)
+    flow = kind.flow(kind.client(provider), run)
+    report, entries, refused = _entries(job, provider, run.state, flow, run.run_id)
+    code, message = _phases(job, options, flow, report, entries)
+    return code, message, report, refused
+
+
+def _phases(job: Job, options: RunOptions, flow: Flow[Any, Any], report: Report,
+            entries: list[Entry[Any]]) -> tuple[int | None, str]:
     if not report.ok and job.run.on_invalid == "stop":
-        return RunResult(2, f"{report.invalid} invalid item(s); nothing was sent",
-                         report=report, refused=refused)
-    todo = [e for e in entries if e.record["step"] != "final"
-            and e.record["outcome"] not in SKIP]
-    earlier = {e.external_id for e in todo if e.record["step"] == "confirmed"}
+        return 2, f"{report.invalid} invalid item(s); nothing was sent"
+    todo = [e for e in entries if e.record.step != "final"
+            and e.record.outcome not in SKIP]
+    earlier = {e.external_id for e in todo if e.record.step == "confirmed"}
     if options.ask is not None and todo and not options.ask(_plan(flow, todo)):
-        return RunResult(0, "cancelled; nothing was sent", entries, report, refused)
+        return 0, "cancelled; nothing was sent"
     workers = options.concurrency or job.run.concurrency
     confirm = job.run.confirm if options.confirm is None else options.confirm
     problems: list[str] = []
@@ -184,9 +165,9 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
         # A money-moving call in doubt may have moved money already: learn its fate before
         # counting costs for the pre-flight or leaving it for `runner confirm`.
         phase.run("look up", flow.settle_doubt,
-                  [e for e in todo if e.record.get("intent") == flow.commit_step])
-        ready = [e for e in todo if flow.ready(e) and not e.record.get("intent")
-                 and e.record["outcome"] in ("pending", "failed", "awaiting_confirm")]
+                  [e for e in todo if e.record.intent == flow.commit_step])
+        ready = [e for e in todo if flow.ready(e) and not e.record.intent
+                 and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
         if not confirm:
             for e in ready:
                 flow.update(e, outcome="awaiting_confirm")
@@ -198,32 +179,31 @@ def _run(job: Job, provider: Provider, options: RunOptions, state: StateStore,
                 problems.append("provider unreachable")
             else:
                 if short and not options.allow_partial:
-                    return _finish(entries, report, refused, 1,
-                                   f"{short}: nothing was confirmed (--allow-partial "
-                                   f"confirms what the balance covers)")
+                    return 1, (f"{short}: nothing was confirmed (--allow-partial confirms "
+                               f"what the balance covers)")
                 phase.run(flow.commit_step, flow.commit, ready)
         _poll(flow, phase, entries, options, float(job.run.wait_for_final), earlier)
     if "provider unreachable" in problems:
-        return _finish(entries, report, refused, 75, "the provider is unreachable; "
-                                                    "run again later to resume")
+        return 75, "the provider is unreachable; run again later to resume"
     if options.stop.is_set():
-        return _finish(entries, report, refused, 1, "interrupted; run again to resume")
-    return _finish(entries, report, refused, None, "")
+        return 1, "interrupted; run again to resume"
+    return None, ""
 
 
 class _Phase:
-    def __init__(self, pool: ThreadPoolExecutor, flow: Flow, options: RunOptions,
+    def __init__(self, pool: ThreadPoolExecutor, flow: Flow[Any, Any], options: RunOptions,
                  problems: list[str]) -> None:
         self.pool = pool
         self.flow = flow
         self.options = options
         self.problems = problems
 
-    def run(self, name: str, step: Callable[[Entry], Any], entries: list[Entry]) -> None:
+    def run(self, name: str, step: Callable[[Entry[Any]], Any],
+            entries: list[Entry[Any]]) -> None:
         if entries and name != "poll":
             log.info("%s: %d item(s)", name, len(entries))
 
-        def one(entry: Entry) -> None:
+        def one(entry: Entry[Any]) -> None:
             if self.options.stop.is_set() or "provider unreachable" in self.problems:
                 return
             try:
@@ -238,18 +218,18 @@ class _Phase:
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)
                 self.problems.append("provider unreachable")
-            log.debug("%s %s: %s %s", name, entry.external_id, entry.record.get("step"),
-                      entry.record.get("status") or entry.record.get("outcome"))
-            if entry.record.get("outcome") in ("failed", "conflict"):
-                log.warning("%s %s: %s %s", entry.external_id, entry.record["outcome"],
-                            entry.record.get("error_code"), entry.record.get("error_message"))
+            log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
+                      entry.record.status or entry.record.outcome)
+            if entry.record.outcome in ("failed", "conflict"):
+                log.warning("%s %s: %s %s", entry.external_id, entry.record.outcome,
+                            entry.record.error_code, entry.record.error_message)
             if self.options.on_progress is not None:
                 self.options.on_progress(name, entry)
 
         list(self.pool.map(one, entries))
 
 
-def _plan(flow: Flow, entries: list[Entry]) -> dict[str, Any]:
+def _plan(flow: Flow[Any, Any], entries: list[Entry[Any]]) -> dict[str, Any]:
     totals: dict[str, Decimal] = {}
     for e in entries:
         planned = flow.planned(e)
@@ -258,7 +238,7 @@ def _plan(flow: Flow, entries: list[Entry]) -> dict[str, Any]:
     return {"items": len(entries), "totals": totals}
 
 
-def _preflight(flow: Flow, ready: list[Entry]) -> str:
+def _preflight(flow: Flow[Any, Any], ready: list[Entry[Any]]) -> str:
     """'' when the balances cover the batch, else what is short."""
     needed: dict[str, Decimal] = {}
     for e in ready:
@@ -276,41 +256,24 @@ def _preflight(flow: Flow, ready: list[Entry]) -> str:
     return "; ".join(short)
 
 
-def _poll(flow: Flow, phase: _Phase, entries: list[Entry], options: RunOptions,
-          wait: float, earlier: set[str]) -> None:
+def _poll(flow: Flow[Any, Any], phase: _Phase, entries: list[Entry[Any]],
+          options: RunOptions, wait: float, earlier: set[str]) -> None:
     """Follow what is confirmed to its final status, for ``wait`` seconds at most. With 0,
     what this run confirmed is not read (it stays pending for the next run), but what
     earlier runs confirmed is read once: else it would never be followed."""
-    waiting = [e for e in entries if e.record["step"] == "confirmed"]
+    waiting = [e for e in entries if e.record.step == "confirmed"]
     if wait <= 0:
         waiting = [e for e in waiting if e.external_id in earlier]
     deadline = options.clock() + wait
     interval = 0.2
     while waiting and not options.stop.is_set():
         phase.run("poll", flow.poll, waiting)
-        waiting = [e for e in waiting if e.record["step"] != "final"]
+        waiting = [e for e in waiting if e.record.step != "final"]
         remaining = deadline - options.clock()
         if not waiting or remaining <= 0:
             return
         options.sleep(min(interval, remaining))
         interval = min(interval * 1.5, 5.0)
-
-
-def _finish(entries: list[Entry], report: Report, refused: list[tuple[str, str]],
-            code: int | None, message: str) -> RunResult:
-    counts: dict[str, int] = {}
-    for e in entries:
-        key = "in_doubt" if e.record.get("intent") else e.record["outcome"]
-        counts[key] = counts.get(key, 0) + 1
-    if refused:
-        counts["refused"] = len(refused)
-    if report.invalid:
-        counts["invalid"] = report.invalid
-    if code is None:
-        bad = sum(counts.get(k, 0) for k in ("failed", "conflict", "unknown", "in_doubt",
-                                             "refused", "invalid"))
-        code = 1 if bad else 0
-    return RunResult(code, message, entries, report, refused, counts)
 
 
 class _Heartbeat:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar, Unpack
 
+from runner.job.fields import JobModel
 from runner.provider.errors import (
     DuplicateExternalId,
     ProviderConnectionError,
@@ -29,7 +30,11 @@ from runner.provider.errors import (
     Retry,
 )
 from runner.provider.retry import Decision, RetryPolicy, decide
-from runner.state import StateStore
+from runner.state import ItemChanges, ItemRecord, StateStore
+
+ItemT = TypeVar("ItemT", bound=JobModel)
+ClientT = TypeVar("ClientT")
+T = TypeVar("T")
 
 
 class Conflict(Exception):
@@ -49,67 +54,77 @@ def _down(exc: ProviderError) -> bool:
 
 
 @dataclass
-class Entry:
+class Entry(Generic[ItemT]):
     """An item of the job and its record in the state database (kept in step)."""
 
-    external_id: str
-    row: int
-    item: Any
-    record: dict[str, Any] = field(default_factory=dict)
+    item: ItemT
+    record: ItemRecord
     # The attempt whose answer came back and is committed with the item's next update (one
     # transaction: the answer and what the item becomes are never recorded apart).
     answered: int | None = None
 
     @property
+    def external_id(self) -> str:
+        return self.record.external_id
+
+    @property
     def ref(self) -> str:
         """The external_id of the current attempt: E, then E-r2, E-r3 ..."""
-        attempt = int(self.record.get("attempt") or 1)
-        return self.external_id if attempt == 1 else f"{self.external_id}-r{attempt}"
+        return self.record.ref
 
 
-def mask(value: str) -> str:
-    return "*" * max(0, len(value) - 4) + value[-4:]
+@dataclass
+class Run:
+    """What every flow of one run shares: the state, the run's id and job, the retry policy
+    and the clock."""
+
+    state: StateStore
+    run_id: int
+    job_name: str
+    policy: RetryPolicy
+    clock: Callable[[], float] = time.time
 
 
-class Flow:
+class Flow(Generic[ItemT, ClientT]):
     """Base of the per-kind pipelines; ``client`` is the provider client the kind uses."""
 
-    kind = ""
     commit_step = "confirm"  # the call that moves money, resolved before the pre-flight
 
-    def __init__(self, client: Any, state: StateStore, run_id: int,
-                 policy: RetryPolicy, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, client: ClientT, run: Run) -> None:
         self.client = client
-        self.state = state
-        self.run_id = run_id
-        self.policy = policy
-        self.clock = clock
+        self.state = run.state
+        self.run_id = run.run_id
+        self.job_name = run.job_name
+        self.policy = run.policy
+        self.clock = run.clock
 
     # ------------------------------------------------------------ bookkeeping
-    def update(self, entry: Entry, **values: Any) -> None:
+    def update(self, entry: Entry[ItemT], **values: Unpack[ItemChanges]) -> None:
         answered, entry.answered = entry.answered, None
         if answered is None:
-            entry.record.update(values)
+            entry.record.apply(values)
             self.state.update_item(entry.external_id, **values)
             return
         values.setdefault("intent", None)  # the call was answered: its doubt is over
-        entry.record.update(values)
+        entry.record.apply(values)
         self.state.end_attempt(answered, entry.external_id, "ok", http_status=200,
                                resolved=False, **values)
 
-    def close(self, entry: Entry) -> None:
+    def close(self, entry: Entry[ItemT]) -> None:
         """Record an answered call that no update has recorded yet."""
         if entry.answered is not None:
             self.update(entry)
 
-    def _fail(self, entry: Entry, error: ProviderError, **values: Any) -> None:
+    def _fail(self, entry: Entry[ItemT], error: ProviderError,
+              **values: Unpack[ItemChanges]) -> None:
         """The provider refused the item: it fails with the provider's code and message."""
         if _down(error):
             raise ProviderDown(str(error)) from error
-        self.update(entry, outcome="failed", error_code=error.code,
-                     error_message=error.message, **values)
+        values.update({"outcome": "failed", "error_code": error.code,
+                       "error_message": error.message})
+        self.update(entry, **values)
 
-    def read(self, fetch: Callable[[], Any]) -> Any:
+    def read(self, fetch: Callable[[], T]) -> T:
         try:
             return self.policy.call(fetch, idempotent=True)
         except ProviderError as exc:
@@ -117,7 +132,7 @@ class Flow:
                 raise ProviderDown(str(exc)) from exc
             raise InDoubt(f"lookup failed: {exc}") from exc
 
-    def _post(self, entry: Entry, step: str, request: dict[str, Any],
+    def _post(self, entry: Entry[ItemT], step: str, request: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any:
         """Send a POST once its intent is committed; resolve doubt by ``lookup``.
 
@@ -126,7 +141,7 @@ class Flow:
         self.close(entry)
         for _ in range(self.policy.attempts):
             attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
-            entry.record["intent"] = step
+            entry.record.intent = step
             try:
                 answer = self.policy.call(send, idempotent=False)
             except DuplicateExternalId as exc:
@@ -148,26 +163,26 @@ class Flow:
             return answer
         raise InDoubt(f"{step}: no answer after {self.policy.attempts} tries")
 
-    def _end(self, attempt: int, entry: Entry, result: str, exc: ProviderError,
+    def _end(self, attempt: int, entry: Entry[ItemT], result: str, exc: ProviderError,
              resolved: bool = True) -> None:
         self.state.end_attempt(attempt, entry.external_id, result, http_status=exc.status,
                                code=exc.code, message=exc.message, resolved=resolved)
         if resolved:
-            entry.record["intent"] = None
+            entry.record.intent = None
 
-    def post_once(self, entry: Entry, step: str, request: dict[str, Any],
+    def post_once(self, entry: Entry[ItemT], step: str, request: dict[str, Any],
                   send: Callable[[], Any]) -> Any | None:
         """Send a POST that has no lookup by external_id (rule 5). Passing failures before
         sending are retried; once in doubt it is never sent again: the item becomes
         ``unknown`` for a person to check, and None is returned."""
-        if entry.record.get("intent") == step:  # sent by an earlier run, answer lost
+        if entry.record.intent == step:  # sent by an earlier run, answer lost
             self.update(entry, outcome="unknown", intent=None,
                         error_message=f"the {step} was sent and its answer lost; check it at "
                                       f"the provider before anything else")
             return None
         self.close(entry)
         attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
-        entry.record["intent"] = step
+        entry.record.intent = step
         try:
             answer = self.policy.call(send, idempotent=False)
         except ProviderError as exc:
@@ -184,40 +199,40 @@ class Flow:
         return answer
 
     # ------------------------------------------------------------ what each kind says
-    def summary_of(self, item: Any) -> dict[str, Any]:
+    def summary_of(self, item: ItemT) -> dict[str, Any]:
         """Who is paid and how, for reports: names and masked identifiers only."""
         return {}
 
-    def fingerprinted(self, item: Any) -> Any:
+    def fingerprinted(self, item: ItemT) -> ItemT:
         """What of the item its fingerprint (a hash kept in the state) covers: a kind may
         leave secrets out, such as card data."""
         return item
 
-    def needs_prepare(self, entry: Entry) -> bool:
+    def needs_prepare(self, entry: Entry[ItemT]) -> bool:
         return False
 
-    def prepare(self, entry: Entry) -> None:
+    def prepare(self, entry: Entry[ItemT]) -> None:
         """What comes before money moves (quotations, creations awaiting confirmation)."""
 
-    def ready(self, entry: Entry) -> bool:
+    def ready(self, entry: Entry[ItemT]) -> bool:
         """True when the item's money-moving call is still to be made."""
         return False
 
-    def commit(self, entry: Entry) -> None:
+    def commit(self, entry: Entry[ItemT]) -> None:
         """The call that moves money."""
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[ItemT]) -> None:
         """Resolve a lost money-moving call by lookup, without sending anything."""
 
-    def poll(self, entry: Entry) -> bool:
+    def poll(self, entry: Entry[ItemT]) -> bool:
         """Read the item's status once; True when it is final."""
         return True
 
-    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def cost(self, entry: Entry[ItemT]) -> tuple[str, Decimal] | None:
         """(balance, amount) the commit will take, for the pre-flight; None: no check."""
         return None
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[ItemT]) -> tuple[str, Decimal] | None:
         """(currency, amount) the item sends, for the plan shown before money moves."""
         return None
 

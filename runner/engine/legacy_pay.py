@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import Any
+from typing import Any, Unpack
 
 from runner.engine.flow import Entry, Flow
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
 from runner.provider.errors import BusinessRefusal, ProviderError
-from runner.provider.legacy import PayAnswered, PayRefused, PayStatusUnknown
+from runner.provider.legacy import LegacyPayClient, PayAnswered, PayRefused, PayStatusUnknown
+from runner.state import ItemChanges
 
 STEP = "pay"
 CARD = "CardNumber"
@@ -58,12 +59,11 @@ def shown_credentials(credentials: list[LegacyCredential]) -> list[dict[str, str
     return shown
 
 
-def merchant_order_id(entry: Entry) -> str:
+def merchant_order_id(entry: Entry[LegacyPayItem]) -> str:
     return str(entry.item.MerchantOrder.Id or entry.external_id)
 
 
-class LegacyPayFlow(Flow):
-    kind = "legacy_pay"
+class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
     commit_step = STEP
 
     def summary_of(self, item: LegacyPayItem) -> dict[str, Any]:
@@ -72,7 +72,7 @@ class LegacyPayFlow(Flow):
                       {"credentials": ", ".join(c.name for c in item.Credentials)})
         return {"beneficiary": item.MerchantId, "identifier": identifier}
 
-    def fingerprinted(self, item: LegacyPayItem) -> Any:
+    def fingerprinted(self, item: LegacyPayItem) -> LegacyPayItem:
         # The fingerprint is a hash kept in the state: it must not be one of card data.
         kept = [LegacyCredential.model_construct(
             name=c.name, credential_env=c.credential_env,
@@ -80,15 +80,15 @@ class LegacyPayFlow(Flow):
             for c in item.Credentials if c.name != "Cvv"]
         return item.model_copy(update={"Credentials": kept})
 
-    def ready(self, entry: Entry) -> bool:
-        return entry.record["step"] == "new"
+    def ready(self, entry: Entry[LegacyPayItem]) -> bool:
+        return entry.record.step == "new"
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[LegacyPayItem]) -> tuple[str, Decimal] | None:
         return entry.item.Currency, Decimal(entry.item.Amount)
 
     # ------------------------------------------------------------ the call
-    def _order(self, entry: Entry) -> dict[str, Any]:
-        item: LegacyPayItem = entry.item
+    def _order(self, entry: Entry[LegacyPayItem]) -> dict[str, Any]:
+        item = entry.item
         merchant_order: dict[str, Any] = {"Id": merchant_order_id(entry)}
         customer = (item.MerchantOrder.Customer.model_dump(exclude_none=True)
                     if item.MerchantOrder.Customer is not None else None)
@@ -99,17 +99,18 @@ class LegacyPayFlow(Flow):
                 "Currency": item.Currency, "PaymentPageId": item.PaymentPageId,
                 **({"MerchantUrls": urls} if urls else {}), "MerchantOrder": merchant_order}
 
-    def commit(self, entry: Entry) -> None:
-        item: LegacyPayItem = entry.item
+    def commit(self, entry: Entry[LegacyPayItem]) -> None:
+        item = entry.item
         order_id = merchant_order_id(entry)
         order = self._order(entry)
-        credentials = [{"name": c.name, "credential": c.value()} for c in item.Credentials]
-        unset = [c.credential_env for c in item.Credentials if c.value() is None]
+        values = [(c, c.value()) for c in item.Credentials]
+        unset = [c.credential_env for c, value in values if value is None]
         if unset:  # checked by validation; the environment may have changed since
             self.update(entry, outcome="failed", error_code="credential",
                         error_message=f"environment variable {unset[0]} is not set; "
                                       f"nothing was sent")
             return
+        credentials = [{"name": c.name, "credential": value or ""} for c, value in values]
         shown = {"format": item.format, "PaymentOrder": order,
                  "Credentials": shown_credentials(item.Credentials)}
         errors: list[ProviderError] = []
@@ -121,26 +122,27 @@ class LegacyPayFlow(Flow):
                 errors.append(exc)
                 raise
 
-        base = {"provider_ref": order_id, "source_currency": item.Currency,
-                "source_amount": str(item.Amount)}
+        base: ItemChanges = {"provider_ref": order_id, "source_currency": item.Currency,
+                             "source_amount": Decimal(item.Amount)}
         try:
             answer = self.post_once(entry, STEP, shown, send)
         except PayRefused as exc:
-            self.update(entry, step="final", outcome="failed", error_code=exc.code,
-                        error_message=exc.message, status=exc.order_status,
-                        transaction_id=exc.payment_order_id,
-                        details=_details(order_id, exc.payment_order_id), **base)
+            self.update(entry, **(base | {
+                "step": "final", "outcome": "failed", "error_code": exc.code,
+                "error_message": exc.message, "status": exc.order_status,
+                "transaction_id": exc.payment_order_id,
+                "details": _details(order_id, exc.payment_order_id)}))
             return
         except BusinessRefusal as exc:
             if exc.code == USED and "already" in exc.message.lower():
                 # This order id was paid before, maybe by this very item in a run whose
                 # state is lost: only a person can tell.
-                self.update(entry, step="final", outcome="unknown", error_code=exc.code,
-                            details=_details(order_id, None),
-                            error_message=f"the provider already holds a payment order with "
-                                          f"MerchantOrder.Id {order_id} ({exc.message}): check "
-                                          f"whether it is this item's before anything else",
-                            **base)
+                self.update(entry, **(base | {
+                    "step": "final", "outcome": "unknown", "error_code": exc.code,
+                    "details": _details(order_id, None),
+                    "error_message": f"the provider already holds a payment order with "
+                                     f"MerchantOrder.Id {order_id} ({exc.message}): check "
+                                     f"whether it is this item's before anything else"}))
             else:
                 self._fail(entry, exc, **base)
             return
@@ -150,12 +152,13 @@ class LegacyPayFlow(Flow):
         if answer is None:
             self._unknown(entry, errors[-1] if errors else None, **base)
             return
-        self.update(entry, step="final", outcome="settled", status=answer["Status"],
-                    transaction_id=answer["PaymentOrderId"], error_code=None,
-                    error_message=None, details=_details(order_id, answer["PaymentOrderId"]),
-                    **base)
+        self.update(entry, **(base | {
+            "step": "final", "outcome": "settled", "status": answer["Status"],
+            "transaction_id": answer["PaymentOrderId"], "error_code": None,
+            "error_message": None, "details": _details(order_id, answer["PaymentOrderId"])}))
 
-    def _unknown(self, entry: Entry, error: ProviderError | None, **values: Any) -> None:
+    def _unknown(self, entry: Entry[LegacyPayItem], error: ProviderError | None,
+                 **values: Unpack[ItemChanges]) -> None:
         order_id = merchant_order_id(entry)
         number = error.payment_order_id if isinstance(error, PayAnswered) else None
         if isinstance(error, PayStatusUnknown):
@@ -165,24 +168,25 @@ class LegacyPayFlow(Flow):
         else:
             what = "the Pay was sent and its answer was never recorded (the run ended)"
         order = f"PaymentOrderId {number}, " if number is not None else ""
-        self.update(entry, step="final", outcome="unknown", intent=None,
-                    error_code=error.code if error is not None else None,
-                    transaction_id=number, details=_details(order_id, number),
-                    error_message=f"{what}: whether it paid is unknown. Check the payment "
-                                  f"order ({order}MerchantOrder.Id {order_id}) at the "
-                                  f"provider; runner never sends this Pay again", **values)
+        self.update(entry, **(values | {
+            "step": "final", "outcome": "unknown", "intent": None,
+            "error_code": error.code if error is not None else None,
+            "transaction_id": number, "details": _details(order_id, number),
+            "error_message": f"{what}: whether it paid is unknown. Check the payment "
+                             f"order ({order}MerchantOrder.Id {order_id}) at the "
+                             f"provider; runner never sends this Pay again"}))
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[LegacyPayItem]) -> None:
         """A Pay in flight when a run ended: rule 5, nothing is sent, a person checks."""
-        if entry.record.get("intent") != STEP:
+        if entry.record.intent != STEP:
             return
         for attempt in self.state.attempts(entry.external_id):
-            if attempt["step"] == STEP and attempt["finished_at"] is None:
-                self.state.end_attempt(attempt["id"], entry.external_id, "in_doubt",
+            if attempt.step == STEP and attempt.finished_at is None:
+                self.state.end_attempt(attempt.id, entry.external_id, "in_doubt",
                                        message="the run ended before the answer was recorded")
-        item: LegacyPayItem = entry.item
+        item = entry.item
         self._unknown(entry, None, provider_ref=merchant_order_id(entry),
-                      source_currency=item.Currency, source_amount=str(item.Amount))
+                      source_currency=item.Currency, source_amount=Decimal(item.Amount))
 
 
 def _details(order_id: str, payment_order_id: int | None) -> str:

@@ -23,11 +23,13 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Entry, mask
+from runner.cards import mask
+from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.merchant_payment import MerchantPaymentItem
 from runner.provider.http import ext
 from runner.provider.merchant_payment import MerchantPaymentClient
+from runner.state import ItemChanges
 
 # What the consumer is given to pay, in the order a person reads it.
 DETAIL_FIELDS = ("qr_code", "qr_url", "redirect_url", "instructions")
@@ -40,12 +42,9 @@ def payment_details(payment: dict[str, Any]) -> dict[str, Any] | None:
     return kept or None
 
 
-class MerchantPaymentFlow(QuotedFlow):
-    kind = "merchant_payment"
+class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]):
     created = "payment"
     quotation_fields = frozenset({"payment_method_id", "mode", "payment", "collection"})
-    client: MerchantPaymentClient
-
     def summary_of(self, item: MerchantPaymentItem) -> dict[str, Any]:
         ident = item.debit_party_identifier.model_dump(exclude_none=True)
         ident.pop("account_type", None)  # not an identifier of the consumer
@@ -54,13 +53,13 @@ class MerchantPaymentFlow(QuotedFlow):
                 "payment_method_id": item.payment_method_id,
                 "identifier": {k: mask(v) for k, v in ident.items()}}
 
-    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def cost(self, entry: Entry[MerchantPaymentItem]) -> tuple[str, Decimal] | None:
         return None  # a collection: no balance of ours is drawn on
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[MerchantPaymentItem]) -> tuple[str, Decimal] | None:
         item, r = entry.item, entry.record
-        if r.get("source_amount"):
-            return r["source_currency"], Decimal(r["source_amount"])
+        if r.source_currency and r.source_amount:
+            return r.source_currency, r.source_amount
         side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
         return (side.currency, side.amount) if side.amount is not None else None
 
@@ -81,7 +80,8 @@ class MerchantPaymentFlow(QuotedFlow):
         return self.client.confirm_payment(ext(ref), ref)
 
     # ------------------------------------------------------------ what is this item's
-    def quotation_matches(self, entry: Entry, quotation: dict[str, Any]) -> bool:
+    def quotation_matches(self, entry: Entry[MerchantPaymentItem],
+                          quotation: dict[str, Any]) -> bool:
         item = entry.item
         payment, collection = quotation["payment"], quotation["collection"]
         same = (quotation["payment_method"]["id"] == item.payment_method_id
@@ -93,21 +93,21 @@ class MerchantPaymentFlow(QuotedFlow):
             return same and same_amount(payment["amount"], item.payment.amount)
         return same and same_amount(collection["amount"], item.collection.amount)
 
-    def quoted(self, quotation: dict[str, Any]) -> dict[str, Any]:
+    def quoted(self, quotation: dict[str, Any]) -> ItemChanges:
         # The consumer's side stands in the source columns, the merchant's in the
         # destination ones; the fee (in the collection currency) is not written (see above).
         return {"source_currency": quotation["payment"]["currency"],
-                "source_amount": str(quotation["payment"]["amount"]),
+                "source_amount": Decimal(quotation["payment"]["amount"]),
                 "destination_currency": quotation["collection"]["currency"],
-                "destination_amount": str(quotation["collection"]["amount"])}
+                "destination_amount": Decimal(quotation["collection"]["amount"])}
 
-    def object_matches(self, entry: Entry, payment: dict[str, Any]) -> bool:
-        return (same_amount(payment["payment"]["amount"], entry.record["source_amount"])
+    def object_matches(self, entry: Entry[MerchantPaymentItem], payment: dict[str, Any]) -> bool:
+        return (same_amount(payment["payment"]["amount"], entry.record.source_amount)
                 and same_amount(payment["collection"]["amount"],
-                                entry.record["destination_amount"])
+                                entry.record.destination_amount)
                 and given(payment["debit_party_identifier"])
                 == given(entry.item.debit_party_identifier.model_dump()))
 
-    def kept(self, payment: dict[str, Any]) -> dict[str, Any]:
+    def kept(self, payment: dict[str, Any]) -> ItemChanges:
         details = payment_details(payment)
         return {} if details is None else {"details": json.dumps(details)}

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 from runner.engine.flow import Conflict, Entry, Flow, InDoubt
 from runner.job.collection import OnboardingItem
 from runner.provider.errors import BusinessRefusal, ProviderError
 from runner.provider.onboarding import OnboardingClient
+from runner.state import ItemChanges
 
 FOREIGN = "_foreign"  # a lookup's answer: it exists, and belongs to another integrator
 USED = "2001201"
@@ -55,10 +56,8 @@ def _visible(fetch: Callable[[str], Any | None], ref: str) -> Callable[[], Any |
     return look
 
 
-class OnboardingFlow(Flow):
-    kind = "onboarding"
+class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
     commit_step = "account"
-    client: OnboardingClient
 
     def summary_of(self, item: OnboardingItem) -> dict[str, Any]:
         company = item.company.name if item.company is not None else item.company_id
@@ -67,20 +66,22 @@ class OnboardingFlow(Flow):
             identifier["account"] = item.account.label
         return {"beneficiary": item.merchant.name, "identifier": identifier}
 
-    def needs_prepare(self, entry: Entry) -> bool:
-        return entry.record["step"] != "final" and entry.record["outcome"] in (
+    def needs_prepare(self, entry: Entry[OnboardingItem]) -> bool:
+        return entry.record.step != "final" and entry.record.outcome in (
             "pending", "failed", "awaiting_confirm")
 
     # ------------------------------------------------------------ the chain
-    def chain(self, entry: Entry) -> dict[str, Any]:
-        return dict(json.loads(entry.record.get("details") or "{}"))
+    def chain(self, entry: Entry[OnboardingItem]) -> dict[str, Any]:
+        return dict(json.loads(entry.record.details or "{}"))
 
-    def _keep(self, entry: Entry, chain: dict[str, Any], step: str, **values: Any) -> None:
-        self.update(entry, step=step, intent=None, details=json.dumps(chain),
-                    status=step if step != "final" else "onboarded", **values)
+    def _keep(self, entry: Entry[OnboardingItem], chain: dict[str, Any], reached: str,
+              **values: Unpack[ItemChanges]) -> None:
+        self.update(entry, **(values | {
+            "step": reached, "intent": None, "details": json.dumps(chain),
+            "status": reached if reached != "final" else "onboarded"}))
 
-    def prepare(self, entry: Entry) -> None:
-        item: OnboardingItem = entry.item
+    def prepare(self, entry: Entry[OnboardingItem]) -> None:
+        item = entry.item
         chain = self.chain(entry)
         if "company_id" not in chain and not self._company(entry, chain):
             return
@@ -92,7 +93,7 @@ class OnboardingFlow(Flow):
         self._keep(entry, chain, "final", outcome="settled", provider_ref=entry.external_id,
                    error_code=None, error_message=None)
 
-    def _make(self, entry: Entry, step: str, what: str, body: dict[str, Any],
+    def _make(self, entry: Entry[OnboardingItem], step: str, what: str, body: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any | None:
         """The link made or found (None: the item failed). A link in doubt from an earlier
         run is looked up first; a name already used is looked up, for the caller to adopt
@@ -104,10 +105,10 @@ class OnboardingFlow(Flow):
                                   f"({link[FOREIGN]})")
         return link
 
-    def _made_or_found(self, entry: Entry, step: str, body: dict[str, Any],
+    def _made_or_found(self, entry: Entry[OnboardingItem], step: str, body: dict[str, Any],
                        send: Callable[[], Any], lookup: Callable[[], Any | None]
                        ) -> Any | None:
-        if entry.record.get("intent") == step:
+        if entry.record.intent == step:
             found = self.read(lookup)
             if found is not None:
                 return found
@@ -126,19 +127,19 @@ class OnboardingFlow(Flow):
             self._fail(entry, exc)
         return None
 
-    def _asked(self, entry: Entry, step: str) -> bool:
+    def _asked(self, entry: Entry[OnboardingItem], step: str) -> bool:
         """True when a POST of ``step`` for this item may have made something: it was
         answered, or its answer was lost (a refusal made nothing)."""
-        return any(a["step"] == step and a["result"] in (None, "ok", "in_doubt")
+        return any(a.step == step and a.result in (None, "ok", "in_doubt")
                    for a in self.state.attempts(entry.external_id))
 
-    def _conflict(self, entry: Entry, message: str) -> NoReturn:
+    def _conflict(self, entry: Entry[OnboardingItem], message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
         raise Conflict(entry.external_id)
 
-    def _company(self, entry: Entry, chain: dict[str, Any]) -> bool:
-        item: OnboardingItem = entry.item
+    def _company(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
+        item = entry.item
         if item.company is None:  # an existing company: the chain starts at the merchant
             chain["company_id"] = item.company_id
             self._keep(entry, chain, "company", outcome="pending")
@@ -160,8 +161,8 @@ class OnboardingFlow(Flow):
         self._keep(entry, chain, "company", outcome="pending")
         return True
 
-    def _merchant(self, entry: Entry, chain: dict[str, Any]) -> bool:
-        item: OnboardingItem = entry.item
+    def _merchant(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
+        item = entry.item
         ref = entry.external_id
         body: dict[str, Any] = {"company_id": chain["company_id"], "merchant_external_id": ref,
                                 "name": item.merchant.name,
@@ -190,8 +191,9 @@ class OnboardingFlow(Flow):
         self._keep(entry, chain, "merchant", outcome="pending")
         return True
 
-    def _account(self, entry: Entry, chain: dict[str, Any]) -> bool:
+    def _account(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
         account = entry.item.account
+        assert account is not None  # asked only for an item with an account
         label = account.label
         body: dict[str, Any] = {
             "company_id": chain["company_id"],

@@ -31,12 +31,11 @@ import threading
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Entry, Flow
+from runner.engine.flow import Entry, Flow, Run
 from runner.job.collection import OperationItem
 from runner.provider.collection import CollectionClient, order_ref, reused_external_id
 from runner.provider.errors import ProviderError
-from runner.provider.retry import RetryPolicy
-from runner.state import StateStore
+from runner.state import ItemChanges
 from runner.validation.collection import (
     NOUNS,
     REQUESTED_SIDE,
@@ -48,41 +47,32 @@ from runner.validation.collection import (
 FAILED = {"FAILED", "REFUSED", "ERROR", "CANCELLED", "REJECTED"}
 
 
-def _job_of(state: StateStore, run_id: int) -> str:
-    with state.lock:
-        row = state.db.execute("SELECT job_name FROM runs WHERE id = ?", [run_id]).fetchone()
-    return str(row[0]) if row else ""
+class OperationFlow(Flow[OperationItem, CollectionClient]):
+    operation = ""  # charge | refund | cancel: the step, the path
 
-
-class OperationFlow(Flow):
-    operation = ""  # charge | refund | cancel: the kind, the step, the path
-    client: CollectionClient
-
-    def __init__(self, client: Any, state: StateStore, run_id: int, policy: RetryPolicy,
-                 *args: Any, **kwargs: Any) -> None:
-        super().__init__(client, state, run_id, policy, *args, **kwargs)
-        self.job_name = _job_of(state, run_id)
+    def __init__(self, client: CollectionClient, run: Run) -> None:
+        super().__init__(client, run)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         # Validation (which runs next) must know what earlier runs of this job have sent.
-        know_sent(client, SentOperations.from_state(state, self.job_name))
+        know_sent(client, SentOperations.from_state(self.state, self.job_name))
 
     def summary_of(self, item: OperationItem) -> dict[str, Any]:
         order = item.payment_order_id or f"ext {item.payment_order_external_id}"
         return {"beneficiary": f"payment order {order}", "identifier": {}}
 
-    def needs_prepare(self, entry: Entry) -> bool:
+    def needs_prepare(self, entry: Entry[OperationItem]) -> bool:
         # One in doubt is the look-up phase's: it must not be checked (it may have been made).
-        return entry.record["step"] == "new" and not entry.record.get("intent")
+        return entry.record.step == "new" and not entry.record.intent
 
-    def ready(self, entry: Entry) -> bool:
-        return entry.record["step"] == "new" and bool(entry.record.get("provider_ref"))
+    def ready(self, entry: Entry[OperationItem]) -> bool:
+        return entry.record.step == "new" and bool(entry.record.provider_ref)
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[OperationItem]) -> tuple[str, Decimal] | None:
         return entry.item.requested.currency, entry.item.requested.amount
 
     # ------------------------------------------------------------ steps
-    def _order(self, entry: Entry) -> dict[str, Any] | None:
+    def _order(self, entry: Entry[OperationItem]) -> dict[str, Any] | None:
         """The order the item names (never an id recorded earlier: the row may have
         changed since); None, and the item failed, when the provider has none."""
         item = entry.item
@@ -94,7 +84,7 @@ class OperationFlow(Flow):
                         error_message=f"no payment order {given!r} at the provider")
         return order
 
-    def _refused(self, entry: Entry, order: dict[str, Any]) -> bool:
+    def _refused(self, entry: Entry[OperationItem], order: dict[str, Any]) -> bool:
         """Check the amount against what remains now; True (and the item failed, nothing
         sent) when it does not fit."""
         money = entry.item.requested
@@ -119,27 +109,27 @@ class OperationFlow(Flow):
                     provider_ref=None, status=order["status"])
         return True
 
-    def prepare(self, entry: Entry) -> None:
+    def prepare(self, entry: Entry[OperationItem]) -> None:
         """Find the order, record its id, check what remains (nothing is sent). The step
         stays ``new`` until the operation is sent."""
         order = self._order(entry)
         if order is None or self._refused(entry, order):
             return
-        side = REQUESTED_SIDE[self.operation]
-        self.update(entry, provider_ref=order["id"], outcome="pending", error_code=None,
-                    error_message=None, status=order["status"],
-                    **{f"{side}_currency": entry.item.requested.currency,
-                       f"{side}_amount": str(entry.item.requested.amount)})
+        changes = _amounts(REQUESTED_SIDE[self.operation], entry.item.requested.currency,
+                           entry.item.requested.amount)
+        changes.update({"provider_ref": order["id"], "outcome": "pending",
+                        "error_code": None, "error_message": None, "status": order["status"]})
+        self.update(entry, **changes)
 
     def _lock(self, order_id: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(order_id, threading.Lock())
 
-    def commit(self, entry: Entry) -> None:
+    def commit(self, entry: Entry[OperationItem]) -> None:
         """Under the order's lock: read the order again, re-check what remains, and send
         the operation once."""
-        while entry.record.get("provider_ref"):
-            key = str(entry.record["provider_ref"])
+        while entry.record.provider_ref:
+            key = entry.record.provider_ref
             with self._lock(key):
                 order = self._order(entry)
                 if order is None or self._refused(entry, order):
@@ -150,7 +140,7 @@ class OperationFlow(Flow):
                 self._send(entry, order)
                 return
 
-    def _send(self, entry: Entry, order: dict[str, Any]) -> None:
+    def _send(self, entry: Entry[OperationItem], order: dict[str, Any]) -> None:
         item = entry.item
         body: dict[str, Any] = {"requested": item.requested.model_dump(),
                                 "external_id": entry.external_id}
@@ -175,48 +165,58 @@ class OperationFlow(Flow):
         else:
             self._status(entry, answer)
 
-    def _status(self, entry: Entry, operation: dict[str, Any]) -> None:
+    def _status(self, entry: Entry[OperationItem], operation: dict[str, Any]) -> None:
         status = str(operation.get("status") or "")
-        side = REQUESTED_SIDE[self.operation]
-        other = "source" if side == "destination" else "destination"
-        values: dict[str, Any] = {"transaction_id": operation["id"], "status": status,
-                                  "step": "confirmed", "intent": None}
+        other = "source" if REQUESTED_SIDE[self.operation] == "destination" else "destination"
         processed = operation.get("processed")
-        if processed:
-            values.update({f"{other}_currency": processed["currency"],
-                           f"{other}_amount": str(processed["amount"])})
+        values = _amounts(other, processed["currency"], Decimal(processed["amount"])) \
+            if processed else {}
+        values.update({"transaction_id": operation["id"], "status": status,
+                       "step": "confirmed", "intent": None})
         if status == "DONE":
-            values.update(step="final", outcome="settled", error_code=None, error_message=None)
+            values.update({"step": "final", "outcome": "settled", "error_code": None,
+                           "error_message": None})
         elif status.upper() in FAILED:
-            values.update(step="final", outcome="failed", error_code=status,
-                          error_message=f"{self.operation} {operation['id']} ended {status}")
+            values.update({"step": "final", "outcome": "failed", "error_code": status,
+                           "error_message": f"{self.operation} {operation['id']} ended "
+                                            f"{status}"})
         else:
-            values.update(outcome="pending", status_message=f"{status}: not final yet")
+            values.update({"outcome": "pending",
+                           "status_message": f"{status}: not final yet"})
         self.update(entry, **values)
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[OperationItem]) -> None:
         """Rule 5: an operation sent by an earlier run whose answer was lost has no lookup:
         it becomes ``unknown`` for a person, and is never sent again."""
-        if entry.record.get("intent") == self.operation:
+        if entry.record.intent == self.operation:
             self.update(entry, outcome="unknown", intent=None, step="final",
                         error_message=f"the {self.operation} was sent and its answer lost; "
                                       f"check it at the provider before anything else")
 
-    def poll(self, entry: Entry) -> bool:
+    def poll(self, entry: Entry[OperationItem]) -> bool:
         fetch = self.client.refund_operation if self.operation == "refund" else \
             self.client.charge_operation
-        operation = self.read(lambda: fetch(entry.record["transaction_id"]))
+        operation_id = entry.record.transaction_id
+        assert operation_id is not None  # polled once confirmed: the answer gave its id
+        operation = self.read(lambda: fetch(operation_id))
         self._status(entry, operation)
-        return entry.record["step"] == "final"
+        return entry.record.step == "final"
+
+
+def _amounts(side: str, currency: str, amount: Decimal) -> ItemChanges:
+    """The state columns of one side of an operation (source or destination)."""
+    if side == "source":
+        return {"source_currency": currency, "source_amount": amount}
+    return {"destination_currency": currency, "destination_amount": amount}
 
 
 class ChargeFlow(OperationFlow):
-    kind = operation = commit_step = "charge"
+    operation = commit_step = "charge"
 
 
 class RefundFlow(OperationFlow):
-    kind = operation = commit_step = "refund"
+    operation = commit_step = "refund"
 
 
 class CancelFlow(OperationFlow):
-    kind = operation = commit_step = "cancel"
+    operation = commit_step = "cancel"

@@ -37,12 +37,14 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt, mask
+from runner.cards import mask
+from runner.engine.flow import Conflict, Entry, Flow, InDoubt
 from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
 from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
+from runner.state import ItemChanges
 
 SETTLED = {"Authorized", "Charged", "Refunded"}
 FAILED = {"Refused", "Error", "Aborted", "Cancelled"}
@@ -70,10 +72,8 @@ def _expired_quotation(exc: ProviderError) -> bool:
     return exc.code == "2001201" and "expired" in exc.message.lower()
 
 
-class PaymentOrderFlow(Flow):
-    kind = "payment_order"
+class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
     commit_step = "payment_order"
-    client: CollectionClient
 
     def summary_of(self, item: PaymentOrderItem) -> dict[str, Any]:
         info = item.payment_information
@@ -87,7 +87,7 @@ class PaymentOrderFlow(Flow):
         return {"beneficiary": buyer, "identifier": ident,
                 "payment_page_id": item.payment_page_id}
 
-    def fingerprinted(self, item: PaymentOrderItem) -> Any:
+    def fingerprinted(self, item: PaymentOrderItem) -> PaymentOrderItem:
         # The fingerprint is a hash kept in the state: it must not be one of card data.
         info = item.payment_information
         if info is None:
@@ -98,17 +98,17 @@ class PaymentOrderFlow(Flow):
             "card_cvv": None, "otp": None, "token_id": None})
         return item.model_copy(update={"payment_information": kept})
 
-    def needs_prepare(self, entry: Entry) -> bool:
-        return entry.item.quotation is not None and entry.record["step"] == "new"
+    def needs_prepare(self, entry: Entry[PaymentOrderItem]) -> bool:
+        return entry.item.quotation is not None and entry.record.step == "new"
 
-    def ready(self, entry: Entry) -> bool:
-        step = entry.record["step"]
+    def ready(self, entry: Entry[PaymentOrderItem]) -> bool:
+        step = entry.record.step
         return step == "quoted" or (step == "new" and entry.item.quotation is None)
 
-    def commit(self, entry: Entry) -> None:
+    def commit(self, entry: Entry[PaymentOrderItem]) -> None:
         self.create(entry)
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[PaymentOrderItem]) -> tuple[str, Decimal] | None:
         item = entry.item
         if item.requested.amount is not None:
             return item.requested.currency, item.requested.amount
@@ -118,10 +118,10 @@ class PaymentOrderFlow(Flow):
         return processed.currency, processed.amount
 
     # ------------------------------------------------------------ quotation
-    def prepare(self, entry: Entry) -> None:
+    def prepare(self, entry: Entry[PaymentOrderItem]) -> None:
         self._quote(entry)
 
-    def _quote(self, entry: Entry) -> bool:
+    def _quote(self, entry: Entry[PaymentOrderItem]) -> bool:
         """Ask the quotation (safe to ask again: its external id cannot be used twice)."""
         item = entry.item
         conversion = item.quotation
@@ -139,7 +139,7 @@ class PaymentOrderFlow(Flow):
         for _ in range(self.policy.attempts):
             attempt = self.state.begin_attempt(self.run_id, entry.external_id, "quotation",
                                                body)
-            entry.record["intent"] = "quotation"
+            entry.record.intent = "quotation"
             try:
                 quotation = self.policy.call(lambda: self.client.create_quotation(body),
                                              idempotent=False)
@@ -154,40 +154,41 @@ class PaymentOrderFlow(Flow):
                 self._fail(entry, exc)
                 return False
             self.state.end_attempt(attempt, entry.external_id, "ok", http_status=201)
-            entry.record["intent"] = None
+            entry.record.intent = None
             break
         else:
             raise InDoubt(f"quotation: no answer after {self.policy.attempts} tries")
-        values: dict[str, Any] = {"step": "quoted", "intent": None, "outcome": "pending",
-                                  "provider_ref": entry.external_id, "quotation_id": None,
-                                  "expires_at": None, "error_code": None,
-                                  "error_message": None}
-        if quotation is not None:
-            values.update(quotation_id=quotation["id"], expires_at=quotation["expiration_date"],
-                          **self._amounts(quotation))
+        values: ItemChanges = {} if quotation is None else {
+            **self._amounts(quotation), "quotation_id": quotation["id"],
+            "expires_at": quotation["expiration_date"]}
+        values.update({"step": "quoted", "intent": None, "outcome": "pending",
+                       "provider_ref": entry.external_id, "error_code": None,
+                       "error_message": None})
+        values.setdefault("quotation_id", None)
+        values.setdefault("expires_at", None)
         self.update(entry, **values)
         return True
 
-    def _expired(self, entry: Entry) -> bool:
-        expires = entry.record.get("expires_at")
-        return bool(expires) and time.strftime(
-            "%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > str(expires)
+    def _expired(self, entry: Entry[PaymentOrderItem]) -> bool:
+        expires = entry.record.expires_at
+        return expires is not None and time.strftime(
+            "%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > expires
 
-    def _next_attempt(self, entry: Entry) -> None:
+    def _next_attempt(self, entry: Entry[PaymentOrderItem]) -> None:
         self.update(entry, step="new", intent=None, quotation_id=None, expires_at=None,
-                    attempt=int(entry.record.get("attempt") or 1) + 1)
+                    attempt=entry.record.attempt + 1)
 
     # ------------------------------------------------------------ the order
-    def create(self, entry: Entry) -> None:
+    def create(self, entry: Entry[PaymentOrderItem]) -> None:
         """Create the order (quoting first, again after an expiry, when the item says so)."""
-        while entry.record["step"] in ("new", "quoted"):
-            if entry.record["step"] == "new" and entry.item.quotation is not None:
+        while entry.record.step in ("new", "quoted"):
+            if entry.record.step == "new" and entry.item.quotation is not None:
                 if not self._quote(entry):
                     return
             elif not self._create_once(entry):
                 return
 
-    def _create_once(self, entry: Entry) -> bool:
+    def _create_once(self, entry: Entry[PaymentOrderItem]) -> bool:
         """One creation; True when a new quotation attempt (-rN) was started."""
         item, external_id = entry.item, entry.external_id
 
@@ -195,7 +196,7 @@ class PaymentOrderFlow(Flow):
             return self.client.find_payment_order_by_external_id(external_id)
 
         found = None
-        if entry.record.get("intent") == self.commit_step:
+        if entry.record.intent == self.commit_step:
             found = self.read(lookup)
         elif item.quotation is not None and self._expired(entry):
             self._next_attempt(entry)  # no order was asked from this quotation
@@ -233,7 +234,7 @@ class PaymentOrderFlow(Flow):
         self._status(entry, order)
         return False
 
-    def _check(self, entry: Entry, order: dict[str, Any]) -> None:
+    def _check(self, entry: Entry[PaymentOrderItem], order: dict[str, Any]) -> None:
         """Adopt what the provider holds only when it is this item; else a conflict."""
         if not self._matches(entry.item, entry.external_id, order):
             self.update(entry, outcome="conflict", error_code="conflict", intent=None,
@@ -274,39 +275,40 @@ class PaymentOrderFlow(Flow):
         return same
 
     @staticmethod
-    def _amounts(resource: dict[str, Any]) -> dict[str, Any]:
+    def _amounts(resource: dict[str, Any]) -> ItemChanges:
         processed, requested = resource["processed"], resource["requested"]
         return {"source_currency": processed["currency"],
-                "source_amount": str(processed["amount"]),
+                "source_amount": Decimal(processed["amount"]),
                 "destination_currency": requested["currency"],
-                "destination_amount": str(requested["amount"])}
+                "destination_amount": Decimal(requested["amount"])}
 
-    def _status(self, entry: Entry, order: dict[str, Any], code: str | None = None,
-                message: str | None = None) -> None:
+    def _status(self, entry: Entry[PaymentOrderItem], order: dict[str, Any],
+                code: str | None = None, message: str | None = None) -> None:
         status = order["status"]
-        values: dict[str, Any] = {
-            "step": "confirmed", "intent": None, "transaction_id": order["id"],
-            "provider_ref": entry.external_id, "status": status, **self._amounts(order)}
+        values = self._amounts(order)
+        values.update({"step": "confirmed", "intent": None, "transaction_id": order["id"],
+                       "provider_ref": entry.external_id, "status": status})
         if order.get("payment_url"):
             values["details"] = json.dumps({"payment_url": order["payment_url"]})
         if status in SETTLED:
-            values.update(step="final", outcome="settled", error_code=None, error_message=None,
-                          status_message=None)
+            values.update({"step": "final", "outcome": "settled", "error_code": None,
+                           "error_message": None, "status_message": None})
         elif status in FAILED:
-            values.update(step="final", outcome="failed", error_code=code or status,
-                          error_message=message or f"payment order {order['id']} ended "
-                                                   f"{status}", status_message=None)
+            values.update({"step": "final", "outcome": "failed", "error_code": code or status,
+                           "error_message": message or f"payment order {order['id']} ended "
+                                                       f"{status}", "status_message": None})
         else:
             waiting = status == "Created" and order.get("integration_mode") == "REDIRECT"
-            values.update(outcome="pending", error_code=None, error_message=None,
-                          status_message="awaiting the buyer at the payment page (payment_url)"
-                          if waiting else f"{status}: not final yet")
+            values.update({"outcome": "pending", "error_code": None, "error_message": None,
+                           "status_message": "awaiting the buyer at the payment page "
+                                             "(payment_url)" if waiting
+                           else f"{status}: not final yet"})
         self.update(entry, **values)
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[PaymentOrderItem]) -> None:
         """A creation whose answer was lost: found -> adopted (or a conflict); clearly not
         found -> the doubt is over, the same POST may go again."""
-        if entry.record.get("intent") != self.commit_step:
+        if entry.record.intent != self.commit_step:
             return
         order = self.read(lambda: self.client.find_payment_order_by_external_id(
             entry.external_id))
@@ -316,9 +318,9 @@ class PaymentOrderFlow(Flow):
         self._check(entry, order)
         self._status(entry, order)
 
-    def poll(self, entry: Entry) -> bool:
+    def poll(self, entry: Entry[PaymentOrderItem]) -> bool:
         order = self.read(lambda: self.client.find_payment_order_by_external_id(
             entry.external_id))
         if order is not None:
             self._status(entry, order)
-        return entry.record["step"] == "final"
+        return entry.record.step == "final"

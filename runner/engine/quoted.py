@@ -20,11 +20,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
-from runner.engine.flow import Conflict, Entry, Flow
+from runner.engine.flow import ClientT, Conflict, Entry, Flow, ItemT
 from runner.provider.errors import AlreadyConfirmed, ProviderError, QuotationExpired
 from runner.provider.http import ext
+from runner.state import ItemChanges
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
 CREATED = "10000"
@@ -39,7 +40,7 @@ def same_amount(a: Any, b: Any) -> bool:
     return a is not None and b is not None and Decimal(str(a)) == Decimal(str(b))
 
 
-class QuotedFlow(Flow):
+class QuotedFlow(Flow[ItemT, ClientT]):
     created = ""  # "transaction", "payment": the intent name of the creation
     quotation_fields: frozenset[str] = frozenset()
 
@@ -59,53 +60,53 @@ class QuotedFlow(Flow):
     def confirm_object(self, ref: str) -> Any:
         raise NotImplementedError
 
-    def quotation_matches(self, entry: Entry, quotation: dict[str, Any]) -> bool:
+    def quotation_matches(self, entry: Entry[ItemT], quotation: dict[str, Any]) -> bool:
         raise NotImplementedError
 
-    def quoted(self, quotation: dict[str, Any]) -> dict[str, Any]:
+    def quoted(self, quotation: dict[str, Any]) -> ItemChanges:
         """The state columns a quotation fills (amounts, currencies, fee)."""
         raise NotImplementedError
 
-    def object_matches(self, entry: Entry, obj: dict[str, Any]) -> bool:
+    def object_matches(self, entry: Entry[ItemT], obj: dict[str, Any]) -> bool:
         raise NotImplementedError
 
-    def kept(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def kept(self, obj: dict[str, Any]) -> ItemChanges:
         """More state columns taken from the object at each status (e.g. details)."""
         return {}
 
     # ------------------------------------------------------------ the engine's calls
-    def needs_prepare(self, entry: Entry) -> bool:
-        return entry.record["step"] in ("new", "quoted")
+    def needs_prepare(self, entry: Entry[ItemT]) -> bool:
+        return entry.record.step in ("new", "quoted")
 
-    def ready(self, entry: Entry) -> bool:
-        return entry.record["step"] == "created"
+    def ready(self, entry: Entry[ItemT]) -> bool:
+        return entry.record.step == "created"
 
-    def commit(self, entry: Entry) -> None:
+    def commit(self, entry: Entry[ItemT]) -> None:
         self.confirm(entry)
 
-    def prepare(self, entry: Entry) -> None:
+    def prepare(self, entry: Entry[ItemT]) -> None:
         """Quote and create (steps new -> quoted -> created)."""
-        while entry.record["step"] in ("new", "quoted"):
-            if entry.record["step"] == "new":
+        while entry.record.step in ("new", "quoted"):
+            if entry.record.step == "new":
                 if not self._quote(entry):
                     return
             elif not self._create(entry):
                 return
 
-    def confirm(self, entry: Entry) -> None:
+    def confirm(self, entry: Entry[ItemT]) -> None:
         """Confirm what was created (the money moves); -rN after an expiry."""
-        while entry.record["step"] in ("new", "quoted", "created"):
-            if entry.record["step"] != "created":
+        while entry.record.step in ("new", "quoted", "created"):
+            if entry.record.step != "created":
                 self.prepare(entry)
-                if entry.record["step"] != "created":
+                if entry.record.step != "created":
                     return
             if not self._confirm_once(entry):
                 return
 
-    def settle_doubt(self, entry: Entry) -> None:
+    def settle_doubt(self, entry: Entry[ItemT]) -> None:
         """Resolve a confirm whose answer was lost, by lookup, without confirming anything:
         confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
-        if entry.record.get("intent") != "confirm":
+        if entry.record.intent != "confirm":
             return
         obj = self.read(lambda: self.find_object(entry.ref))
         if obj is not None and obj["status"] != CREATED:
@@ -113,20 +114,20 @@ class QuotedFlow(Flow):
         elif obj is not None:
             self.update(entry, intent=None)
 
-    def poll(self, entry: Entry) -> bool:
+    def poll(self, entry: Entry[ItemT]) -> bool:
         """Read the status once; True when the item is final."""
         obj = self.read(lambda: self.find_object(entry.ref))
         if obj is not None:
             self._status(entry, obj, step="confirmed")
-        return entry.record["step"] == "final"
+        return entry.record.step == "final"
 
     # ------------------------------------------------------------ steps
-    def _quote(self, entry: Entry) -> bool:
+    def _quote(self, entry: Entry[ItemT]) -> bool:
         ref = entry.ref
         body = {"external_id": ref,
-                **entry.item.model_dump(include=self.quotation_fields, exclude_none=True)}
+                **entry.item.model_dump(include=set(self.quotation_fields), exclude_none=True)}
         found = None
-        if entry.record.get("intent") == "quotation":
+        if entry.record.intent == "quotation":
             found = self.read(lambda: self.find_quotation(ref))
         try:
             quotation = found or self._post(entry, "quotation", body,
@@ -137,38 +138,38 @@ class QuotedFlow(Flow):
             return False
         if not self.quotation_matches(entry, quotation):
             self._conflict(entry, f"quotation {ref} at the provider does not match this item")
-        self.update(entry, step="quoted", intent=None, quotation_id=quotation["id"],
-                    provider_ref=ref, expires_at=quotation["expiration_date"],
-                    outcome="pending", error_code=None, error_message=None,
-                    **self.quoted(quotation))
+        changes = self.quoted(quotation)
+        changes.update({"step": "quoted", "intent": None, "quotation_id": quotation["id"],
+                        "provider_ref": ref, "expires_at": quotation["expiration_date"],
+                        "outcome": "pending", "error_code": None, "error_message": None})
+        self.update(entry, **changes)
         return True
 
-    def _conflict(self, entry: Entry, message: str) -> None:
+    def _conflict(self, entry: Entry[ItemT], message: str) -> NoReturn:
         # The doubt is over: what the provider holds is known, and it is not this item.
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
         raise Conflict(entry.external_id)
 
-    def _expired(self, entry: Entry) -> bool:
-        expires = entry.record.get("expires_at")
+    def _expired(self, entry: Entry[ItemT]) -> bool:
+        expires = entry.record.expires_at
         if not expires:
             return False
-        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > str(expires)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > expires
 
-    def _next_attempt(self, entry: Entry) -> None:
-        self.update(entry, step="new", intent=None,
-                    attempt=int(entry.record.get("attempt") or 1) + 1,
+    def _next_attempt(self, entry: Entry[ItemT]) -> None:
+        self.update(entry, step="new", intent=None, attempt=entry.record.attempt + 1,
                     quotation_id=None, transaction_id=None)
 
-    def _create(self, entry: Entry) -> bool:
+    def _create(self, entry: Entry[ItemT]) -> bool:
         ref = entry.ref
-        if entry.record.get("intent") != self.created and self._expired(entry):
+        if entry.record.intent != self.created and self._expired(entry):
             self._next_attempt(entry)  # nothing was asked under this quotation
             return True
-        body = {"external_id": ref, **entry.item.model_dump(exclude=self.quotation_fields,
+        body = {"external_id": ref, **entry.item.model_dump(exclude=set(self.quotation_fields),
                                                             exclude_none=True)}
         found = None
-        if entry.record.get("intent") == self.created:
+        if entry.record.intent == self.created:
             found = self.read(lambda: self.find_object(ref))
         try:
             obj = found or self._post(entry, self.created, body,
@@ -186,11 +187,11 @@ class QuotedFlow(Flow):
         self._status(entry, obj, step="created")
         return True
 
-    def _status(self, entry: Entry, obj: dict[str, Any], step: str) -> None:
+    def _status(self, entry: Entry[ItemT], obj: dict[str, Any], step: str) -> None:
         klass = str(obj["status_class"])
-        values: dict[str, Any] = {"step": step, "intent": None, "transaction_id": obj["id"],
-                                  "status": obj["status"], "status_class": klass,
-                                  "status_message": obj["status_message"], **self.kept(obj)}
+        values: ItemChanges = {"step": step, "intent": None, "transaction_id": obj["id"],
+                               "status": obj["status"], "status_class": klass,
+                               "status_message": obj["status_message"], **self.kept(obj)}
         if klass in FINAL_CLASSES:
             values["step"] = "final"
             values["outcome"] = "settled" if klass == "7" else "failed"
@@ -201,11 +202,11 @@ class QuotedFlow(Flow):
             values["outcome"] = "pending"
         self.update(entry, **values)
 
-    def _confirm_once(self, entry: Entry) -> bool:
+    def _confirm_once(self, entry: Entry[ItemT]) -> bool:
         """One confirm; True when a new attempt (-rN) was started and needs confirming."""
         ref = entry.ref
         find: Callable[[], Any] = lambda: self.find_object(ref)  # noqa: E731
-        if entry.record.get("intent") == "confirm":
+        if entry.record.intent == "confirm":
             obj = self.read(find)
             if obj is not None and obj["status"] != CREATED:
                 self._status(entry, obj, step="confirmed")

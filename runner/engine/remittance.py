@@ -12,19 +12,18 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Entry, mask
+from runner.cards import mask
+from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.money_transfer import RemittanceItem
 from runner.provider.http import ext
 from runner.provider.money_transfer import MoneyTransferClient
+from runner.state import ItemChanges
 
 
-class RemittanceFlow(QuotedFlow):
-    kind = "remittance"
+class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
     created = "transaction"
     quotation_fields = frozenset({"payer_id", "mode", "source", "destination"})
-    client: MoneyTransferClient
-
     def summary_of(self, item: RemittanceItem) -> dict[str, Any]:
         ident = item.credit_party_identifier.model_dump(exclude_none=True)
         return {"beneficiary": " ".join(x for x in (item.beneficiary.firstname,
@@ -32,14 +31,15 @@ class RemittanceFlow(QuotedFlow):
                 "payer_id": item.payer_id,
                 "identifier": {k: mask(v) for k, v in ident.items()}}
 
-    def cost(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def cost(self, entry: Entry[RemittanceItem]) -> tuple[str, Decimal] | None:
         r = entry.record
-        return r["source_currency"], Decimal(r["source_amount"]) + Decimal(r["fee"])
+        assert r.source_currency is not None and r.source_amount is not None
+        return r.source_currency, r.source_amount + (r.fee or 0)
 
-    def planned(self, entry: Entry) -> tuple[str, Decimal] | None:
+    def planned(self, entry: Entry[RemittanceItem]) -> tuple[str, Decimal] | None:
         item, r = entry.item, entry.record
-        amount = item.source.amount if item.mode == "SOURCE_AMOUNT" else r.get("source_amount")
-        return (item.source.currency, Decimal(amount)) if amount is not None else None
+        amount = item.source.amount if item.mode == "SOURCE_AMOUNT" else r.source_amount
+        return (item.source.currency, amount) if amount is not None else None
 
     def usable(self) -> dict[str, Decimal]:
         return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
@@ -62,7 +62,7 @@ class RemittanceFlow(QuotedFlow):
         return self.client.confirm_transaction(ext(ref), ref)
 
     # ------------------------------------------------------------ what is this item's
-    def quotation_matches(self, entry: Entry, quotation: dict[str, Any]) -> bool:
+    def quotation_matches(self, entry: Entry[RemittanceItem], quotation: dict[str, Any]) -> bool:
         item = entry.item
         same = (quotation["payer"]["id"] == item.payer_id and quotation["mode"] == item.mode
                 and quotation["source"]["currency"] == item.source.currency
@@ -72,14 +72,14 @@ class RemittanceFlow(QuotedFlow):
         return same and same_amount(quotation["destination"]["amount"],
                                     item.destination.amount)
 
-    def quoted(self, quotation: dict[str, Any]) -> dict[str, Any]:
+    def quoted(self, quotation: dict[str, Any]) -> ItemChanges:
         return {"source_currency": quotation["sent_amount"]["currency"],
-                "source_amount": str(quotation["sent_amount"]["amount"]),
-                "fee": str(quotation["fee"]["amount"]),
+                "source_amount": Decimal(quotation["sent_amount"]["amount"]),
+                "fee": Decimal(quotation["fee"]["amount"]),
                 "destination_currency": quotation["destination"]["currency"],
-                "destination_amount": str(quotation["destination"]["amount"])}
+                "destination_amount": Decimal(quotation["destination"]["amount"])}
 
-    def object_matches(self, entry: Entry, txn: dict[str, Any]) -> bool:
-        return (same_amount(txn["source"]["amount"], entry.record["source_amount"])
+    def object_matches(self, entry: Entry[RemittanceItem], txn: dict[str, Any]) -> bool:
+        return (same_amount(txn["source"]["amount"], entry.record.source_amount)
                 and given(txn["credit_party_identifier"])
                 == given(entry.item.credit_party_identifier.model_dump()))

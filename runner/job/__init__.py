@@ -13,18 +13,14 @@ from runner.job.loading import (
     iter_items,
     load_job,
 )
-from runner.job.model import ITEM_MODELS, KINDS, Item, Job, item_model
+from runner.job.model import Job
 
 __all__ = [
-    "ITEM_MODELS",
-    "KINDS",
     "InvalidItem",
-    "Item",
     "ItemResult",
     "Job",
     "ValidItem",
     "check_job",
-    "item_model",
     "iter_items",
     "load_job",
 ]

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -32,10 +32,12 @@ from pydantic_core import ErrorDetails
 from runner.errors import JobError, JobErrors
 from runner.job.document import Location, dotted, line_at, read_document
 from runner.job.env import substitute
-from runner.job.model import KINDS, Item, Job
+from runner.job.fields import JobModel
+from runner.job.model import Job
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.templating import ItemTemplate, merge
+from runner.kinds import kinds
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class ValidItem:
     file: str
     row: int
     external_id: str
-    item: Item
+    item: JobModel
     values: RowValues = field(repr=False)
 
     ok = True
@@ -137,7 +139,7 @@ def iter_items(job: Job) -> Iterator[ItemResult]:
             if errors or typed is None or external_id is None:
                 yield InvalidItem(source.name, number, external_id, errors)
             else:
-                yield ValidItem(source.name, number, external_id, cast(Item, typed), values)
+                yield ValidItem(source.name, number, external_id, typed, values)
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None
@@ -272,6 +274,7 @@ def _job_message(location: Location, message: str, tree: Any) -> str:
             return "required, but missing; a job file starts with `version: 1`"
         return f"unsupported version {value!r}; this runner reads version 1"
     if location == ("kind",) and isinstance(value, str):
-        return (f"unknown kind {value!r} (the kinds are: {', '.join(KINDS)})"
-                f"{suggestion(value, KINDS)}")
+        names = list(kinds())
+        return (f"unknown kind {value!r} (the kinds are: {', '.join(names)})"
+                f"{suggestion(value, names)}")
     return message

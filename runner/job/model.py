@@ -3,7 +3,7 @@
 ``Job`` is what ``runner.job.loading.load_job`` returns once the YAML has been read and its
 ``${VAR}`` references resolved. Its ``defaults`` and ``items.template`` stay untyped here:
 they hold Jinja text until each row is rendered, and only the rendered item is checked
-against its kind's model (``ITEM_MODELS``). ``runner schema`` prints these models' JSON
+against its kind's model (``runner.kinds``). ``runner schema`` prints these models' JSON
 Schema for editors.
 """
 
@@ -17,42 +17,14 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 
-from runner.job.collection import (
-    AccountTransferItem,
-    CancelItem,
-    ChargeItem,
-    OnboardingItem,
-    PaymentOrderItem,
-    PayoutItem,
-    RefundItem,
-)
 from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, FieldProblem, JobModel, parse_duration
-from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
-from runner.job.money_transfer import RemittanceItem
+from runner.kinds import kinds
 
-Kind = Literal[
-    "remittance", "merchant_payment", "payout", "account_transfer", "payment_order",
-    "charge", "refund", "cancel", "legacy_pay", "onboarding",
-]
-ITEM_MODELS: dict[str, type[JobModel]] = {
-    "remittance": RemittanceItem,
-    "merchant_payment": MerchantPaymentItem,
-    "payout": PayoutItem,
-    "account_transfer": AccountTransferItem,
-    "payment_order": PaymentOrderItem,
-    "charge": ChargeItem,
-    "refund": RefundItem,
-    "cancel": CancelItem,
-    "legacy_pay": LegacyPayItem,
-    "onboarding": OnboardingItem,
-}
-KINDS: tuple[str, ...] = tuple(ITEM_MODELS)
 
-Item = (
-    RemittanceItem | MerchantPaymentItem | PayoutItem | AccountTransferItem | PaymentOrderItem
-    | ChargeItem | RefundItem | CancelItem | LegacyPayItem | OnboardingItem
-)
+def _kinds_enum(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(kinds())
+
 
 # Job names go into every external_id, which the provider puts in URL paths (ext-...).
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -228,7 +200,8 @@ class Job(JobModel):
 
     version: Literal[1]
     name: str = Field(pattern=NAME_PATTERN, max_length=64)
-    kind: Kind
+    kind: str = Field(json_schema_extra=_kinds_enum,
+                      description="what the batch does; one of runner's kinds")
     provider: Provider
     vars: dict[str, Any] = Field(default_factory=dict)
     defaults: dict[str, Any] = Field(default_factory=dict)
@@ -259,12 +232,23 @@ class Job(JobModel):
         """The job file's line holding ``path`` (or its nearest parent), for messages."""
         return line_at(self._lines, path)
 
+    def secrets(self) -> list[str]:
+        """The job's credentials, for scrubbing them out of anything written or mailed."""
+        values = [self.provider.api_key.get_secret_value(),
+                  self.provider.api_secret.get_secret_value()]
+        email = self.summary.email if self.summary else None
+        if email is not None and email.smtp.password is not None:
+            values.append(email.smtp.password.get_secret_value())
+        return values
+
     @property
     def item_model(self) -> type[JobModel]:
-        return ITEM_MODELS[self.kind]
+        return kinds()[self.kind].item
 
-
-def item_model(kind: str) -> type[JobModel]:
-    """The pydantic model of one item of ``kind``; KeyError for an unknown kind."""
-    return ITEM_MODELS[kind]
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in kinds():
+            raise ValueError(f"unknown kind {value!r}")
+        return value
 

@@ -1,7 +1,8 @@
 """Summaries of a job: what it came to, from the state database, as text, HTML, JSON and
 CSV, written under the state folder's ``reports/`` and emailed (DESIGN.md, "summary:").
 
-``model`` builds the ``Summary``; ``render`` runs the Jinja templates (the job's, then the
+``model`` builds the ``Summary`` (the batch's one read model; ``status`` gives its terminal
+lines); ``render`` runs the Jinja templates (the job's, then the
 built-in ones in ``templates/``); ``items_csv`` writes the full list; ``mail`` sends it;
 ``reports`` ties them together for the end of a run and for ``runner report``.
 """
@@ -15,7 +16,9 @@ from runner.summary.reports import (
     email_summary,
     load_summary,
     render_all,
+    summary_of,
 )
+from runner.summary.status import status_lines
 
 __all__ = [
     "Delivery",
@@ -28,5 +31,7 @@ __all__ = [
     "email_summary",
     "load_summary",
     "render_all",
+    "status_lines",
+    "summary_of",
     "templates_of",
 ]

@@ -1,9 +1,11 @@
-"""What a job came to, read from the state database: the one object every report renders.
+"""What a job came to, read from the state: the batch's one read model.
 
 ``Summary`` answers finance's questions after a run: who was paid, what it cost (per
 currency), what failed and why (the provider's code and message), what needs a person and
-what to check, and what is still pending. It is built from the ``runs``, ``leases`` and
-``items`` tables only (read, never written), so ``runner report`` can build it at any time.
+what to check, and what is still pending. Every view of a batch reads it: the closing lines
+of ``runner run`` and ``runner status`` (``status_lines``), ``runner report`` in every format,
+the summary files and the email, and the run's own exit code (``problems``). It is built from
+the job's items and its latest run (read, never written), so it can be built at any time.
 
 Nothing secret reaches it: beneficiaries come from the items' ``summary`` column (names and
 masked identifiers), and every text taken from the provider is scrubbed of the job's
@@ -25,13 +27,18 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from runner.outcome import NEEDS_PERSON, state_of
-from runner.state import LEASE_TTL, StateStore
+from runner.cards import luhn
+from runner.state import ItemRecord, RunRecord, StateStore
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
           "conflict", "unknown", "in_doubt")
+# The states that make a run exit 1: an item that did not end well, or may not have.
 PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
 REVIEW = ("conflict", "unknown", "in_doubt")
+NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
+                            "or the item changed after its payment started",
+                "unknown": "the outcome of a call could not be learnt: check the payment at "
+                           "the provider before anything else"}
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
 
@@ -69,11 +76,12 @@ class ItemLine:
     fee: Decimal | None
     destination_currency: str
     destination_amount: Decimal | None
-    transaction_id: int | None
+    transaction_id: int | str | None
     code: str
     message: str
     check: str  # what a person should look at, or ""
     details: tuple[Detail, ...] = ()
+    intent: str = ""  # the call whose answer is not known yet (in doubt)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class CurrencyTotal:
     fees: Decimal = Decimal(0)
     received: Decimal = Decimal(0)
     fees_known: bool = False
+    senders: int = 0  # settled items sent in this currency
+
 
     @property
     def cost(self) -> Decimal:
@@ -143,10 +153,15 @@ class Summary:
         return [i for i in self.items if i.details]
 
     @property
+    def items_problems(self) -> bool:
+        """An item did not end well, or may not have: what makes a run exit 1."""
+        return any(self.counts.get(k) for k in PROBLEMS)
+
+    @property
     def problems(self) -> bool:
         """Anything a person should hear about: what makes a run exit non-zero."""
         bad_run = self.run is not None and self.run.exit_code not in (None, 0)
-        return bad_run or any(self.counts.get(k) for k in PROBLEMS)
+        return bad_run or self.items_problems
 
     @property
     def headline(self) -> str:
@@ -195,23 +210,25 @@ def _iso(when: datetime | None) -> str | None:
 def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = (),
                   refused: Iterable[tuple[str, str]] = (),
                   notes: Iterable[str] = ()) -> Summary:
-    """The summary of ``job_name`` as the state database holds it now.
+    """The summary of ``job_name`` as the state holds it now.
 
     ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
-    ``notes`` are what only the run that just ended knows (rule 7 refusals, its message)."""
+    ``notes`` are what only the run that just ended knows (the items another job holds,
+    with why; its closing message): the state keeps only their count."""
     clean = _Scrubber(secrets)
     items = [_item(r, clean) for r in store.items(job_name)]
-    run = _latest_run(store, job_name)
+    run = store.latest_run(job_name)
     counts = {k: 0 for k in STATES}
     for i in items:
-        counts[i.state] = counts.get(i.state, 0) + 1
+        counts[i.state] += 1
     # Refused (rule 7) and invalid items never reach this job's rows: the run counted them.
     for key in ("refused", "invalid"):
-        if not counts[key] and run:
-            counts[key] = int(run[1].get(key, 0))
-    return Summary(job_name, run[0] if run else None, items, _totals(items),
+        if run is not None:
+            counts[key] = int(run.counts.get(key, 0))
+    return Summary(job_name, run_times(run), items, _totals(items),
                    {k: n for k, n in counts.items() if n},
-                   [(e, clean(w)) for e, w in refused], [clean(n) for n in notes if n])
+                   [(e, clean(w)) for e, w in refused],
+                   [clean(n) for n in notes if n])
 
 
 def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
@@ -222,6 +239,7 @@ def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
         if i.source_currency and i.source_amount is not None:
             src = sums.setdefault(i.source_currency, {})
             src["sent"] = src.get("sent", Decimal(0)) + i.source_amount
+            src["senders"] = src.get("senders", 0) + 1
             if i.fee is not None:
                 src["fees"] = src.get("fees", Decimal(0)) + i.fee
                 src["fees_known"] = True
@@ -231,20 +249,19 @@ def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
     return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
 
 
-def _item(r: dict[str, Any], clean: _Scrubber) -> ItemLine:
-    who = json.loads(r["summary"] or "{}")
+def _item(r: ItemRecord, clean: _Scrubber) -> ItemLine:
+    who = json.loads(r.summary or "{}")
     ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
-    state = state_of(r)
     return ItemLine(
-        external_id=r["external_id"], row=r["row"], state=state,
+        external_id=r.external_id, row=r.row, state=r.state,
         beneficiary=clean(who.get("beneficiary") or ""), identifier=clean(ident),
-        payer_id=who.get("payer_id"), step=r["step"] or "", status=r["status"] or "",
-        source_currency=r["source_currency"] or "", source_amount=_amount(r["source_amount"]),
-        fee=_amount(r["fee"]), destination_currency=r["destination_currency"] or "",
-        destination_amount=_amount(r["destination_amount"]),
-        transaction_id=r["transaction_id"], code=clean(r["error_code"] or ""),
-        message=clean(r["error_message"] or r["status_message"] or ""),
-        check=clean(_check(r, state)), details=_details(r.get("details"), clean))
+        payer_id=who.get("payer_id"), step=r.step or "", status=r.status or "",
+        source_currency=r.source_currency or "", source_amount=r.source_amount,
+        fee=r.fee, destination_currency=r.destination_currency or "",
+        destination_amount=r.destination_amount,
+        transaction_id=r.transaction_id, code=clean(r.error_code or ""),
+        message=clean(r.error_message or r.status_message or ""),
+        check=clean(_check(r)), details=_details(r.details, clean), intent=r.intent or "")
 
 
 def _details(text: str | None, clean: _Scrubber) -> tuple[Detail, ...]:
@@ -288,49 +305,29 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _amount(value: Any) -> Decimal | None:
-    return None if value in (None, "") else Decimal(str(value))
-
-
-def _check(r: dict[str, Any], state: str) -> str:
-    attempt = int(r["attempt"] or 1)
-    ref = r["external_id"] if attempt == 1 else f"{r['external_id']}-r{attempt}"
+def _check(r: ItemRecord) -> str:
+    state = r.state
     if state == "in_doubt":
-        return (f"the {r['intent']} call was sent and its answer lost: look up the transaction "
-                f"with external_id {ref} at the provider; the next run does this itself "
+        return (f"the {r.intent} call was sent and its answer lost: look up the transaction "
+                f"with external_id {r.ref} at the provider; the next run does this itself "
                 f"before sending anything")
     if state in NEEDS_PERSON:
-        return str(r["error_message"] or NEEDS_PERSON[state])
-    if state == "pending" and r["step"] == "confirmed":
-        return (f"confirmed, status {r['status'] or 'unknown'}: not final yet; the next run "
+        return r.error_message or NEEDS_PERSON[state]
+    if state == "pending" and r.step == "confirmed":
+        return (f"confirmed, status {r.status or 'unknown'}: not final yet; the next run "
                 f"follows it")
     if state == "pending":
-        return f"not confirmed yet (stopped at {r['step']}); the next run continues it"
+        return f"not confirmed yet (stopped at {r.step}); the next run continues it"
     if state == "awaiting_confirm":
         return "created, not confirmed: `runner confirm` sends it"
     return ""
 
 
-def _latest_run(store: StateStore, job_name: str) -> tuple[RunTimes, dict[str, int]] | None:
-    """The run in progress (the lease holder) if any, else the latest that ended, else the
-    latest started (a second start refused by the lease leaves a run row with no end)."""
-    with store.lock:
-        lease = store.db.execute("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
-                                 [job_name]).fetchone()
-        rows = store.db.execute(
-            "SELECT id, started_at, ended_at, exit_code, counts FROM runs WHERE job_name = ? "
-            "ORDER BY ended_at IS NULL, id DESC", [job_name]).fetchall()
-    chosen = next((r for r in rows if lease and r[0] == lease[0]), rows[0] if rows else None)
-    if chosen is None:
+def run_times(run: RunRecord | None) -> RunTimes | None:
+    if run is None:
         return None
-    run_id, started, ended, code, counts = chosen
-    state = "ended"
-    if ended is None:
-        live = lease is not None and lease[0] == run_id and \
-            datetime.now(UTC).timestamp() - lease[1] < LEASE_TTL
-        state = "running" if live else "interrupted"
-    return (RunTimes(run_id, _when(started), _when(ended) if ended else None, code, state),
-            json.loads(counts or "{}"))
+    return RunTimes(run.id, _when(run.started_at),
+                    _when(run.ended_at) if run.ended_at else None, run.exit_code, run.state)
 
 
 def _when(text: str) -> datetime:
@@ -352,14 +349,6 @@ class _Scrubber:
 
 def _mask_card(match: re.Match[str]) -> str:
     digits = re.sub(r"\D", "", match[0])
-    if not _luhn(digits):
+    if not luhn(digits):
         return match[0]
     return "*" * (len(digits) - 4) + digits[-4:]
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        n = int(d) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runner.errors import EmailNotSent, StateError, SummaryError
 from runner.job import Job
-from runner.state import StateStore
+from runner.state import StateStore, open_store
 from runner.summary.items_csv import items_csv
 from runner.summary.mail import compose, send, should_send
 from runner.summary.model import Summary, build_summary
@@ -45,25 +45,18 @@ class Delivery:
     error: EmailNotSent | None = None
 
 
-def secrets_of(job: Job) -> list[str]:
-    values = [job.provider.api_key.get_secret_value(), job.provider.api_secret.get_secret_value()]
-    email = job.summary.email if job.summary else None
-    if email is not None and email.smtp.password is not None:
-        values.append(email.smtp.password.get_secret_value())
-    return values
+def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summary:
+    """The job's summary from an open store, with its credentials blanked out."""
+    return build_summary(store, job.name, secrets=job.secrets(), notes=notes)
 
 
-def load_summary(job: Job, state_path: Path, *, refused: Iterable[tuple[str, str]] = (),
-                 notes: Iterable[str] = ()) -> Summary:
+def load_summary(job: Job, state_path: Path) -> Summary:
+    """The job's summary from the state at ``state_path``, which must exist."""
     if not state_path.is_file():
         raise StateError(f"{state_path}: no state database here; has {job.name} run with "
                          f"this --state?")
-    store = StateStore(state_path)
-    try:
-        return build_summary(store, job.name, secrets=secrets_of(job), refused=refused,
-                             notes=notes)
-    finally:
-        store.close()
+    with open_store(state_path) as store:
+        return summary_of(job, store)
 
 
 def render_all(summary: Summary, templates: Templates, csv_path: Path | None = None,
@@ -87,11 +80,9 @@ def report_base(summary: Summary, folder: Path) -> Path:
     return base
 
 
-def conclude(job: Job, templates: Templates, state_path: Path, folder: Path, *,
-             refused: Iterable[tuple[str, str]] = (), notes: Iterable[str] = ()) -> Delivery:
+def conclude(job: Job, templates: Templates, summary: Summary, folder: Path) -> Delivery:
     """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
     template), then emailed when the job asks; an email failure is logged and returned."""
-    summary = load_summary(job, state_path, refused=refused, notes=notes)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         base = report_base(summary, folder)

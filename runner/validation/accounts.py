@@ -21,7 +21,7 @@ from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
-    from runner.validation import Catalogue, Read
+    from runner.validation.catalogue import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")

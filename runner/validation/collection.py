@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from runner import rules
+from runner.cards import luhn
 from runner.job.collection import (
     CancelItem,
     ChargeItem,
@@ -44,7 +45,7 @@ from runner.provider.errors import AuthenticationError, NotFound, ProviderHTTPEr
 
 if TYPE_CHECKING:
     from runner.state import StateStore
-    from runner.validation import Catalogue, Read
+    from runner.validation.catalogue import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 OPERATIONS: dict[type[OperationItem], str] = {
@@ -175,7 +176,7 @@ def _card(number: str, cvv: str | None, month: str | None, year: str | None) -> 
     """Card data as any card page takes it; the number and the CVV are never repeated."""
     digits = number.replace(" ", "")
     where = "payment_information.card_"
-    if not digits.isdigit() or not 12 <= len(digits) <= 19 or not _luhn(digits):
+    if not digits.isdigit() or not 12 <= len(digits) <= 19 or not luhn(digits):
         yield f"{where}number", "is not a valid card number"
     if cvv is None or not (cvv.isdigit() and len(cvv) in (3, 4)):
         yield f"{where}cvv", "must be 3 or 4 digits"
@@ -188,13 +189,6 @@ def _card(number: str, cvv: str | None, month: str | None, year: str | None) -> 
     now = time.gmtime()
     if (int(year) + (2000 if len(year) == 2 else 0), int(month)) < (now.tm_year, now.tm_mon):
         yield f"{where}expiration_year", "the card has expired"
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, d in enumerate(int(c) for c in reversed(digits)):
-        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
-    return total % 10 == 0
 
 
 def payment_order_amount(item: PaymentOrderItem, catalogue: Catalogue | None
@@ -244,25 +238,15 @@ class SentOperations:
     @classmethod
     def from_state(cls, state: StateStore, job_name: str,
                    order_id: str | None = None) -> SentOperations:
-        sql = ("SELECT * FROM items WHERE kind IN ('charge', 'refund', 'cancel') AND "
-               "provider_ref IS NOT NULL AND (intent IS NOT NULL OR outcome IN "
-               "('settled', 'unknown'))")
-        args: list[Any] = []
-        if order_id is not None:
-            sql += " AND provider_ref = ?"
-            args.append(order_id)
-        with state.lock:
-            cursor = state.db.execute(sql, args)
-            names = [d[0] for d in cursor.description]
-            rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
         found = []
-        for r in rows:
-            amount = r[f"{REQUESTED_SIDE[r['kind']]}_amount"]
-            if amount is None:
+        for r in state.operations_sent(tuple(REQUESTED_SIDE), order_id):
+            amount = r.source_amount if REQUESTED_SIDE[r.kind] == "source" else \
+                r.destination_amount
+            if amount is None or r.provider_ref is None:
                 continue
             found.append(SentOperation(
-                r["external_id"], r["job_name"], r["kind"], r["provider_ref"], Decimal(amount),
-                r["outcome"] == "settled" and not r["intent"], r["fingerprint"] or ""))
+                r.external_id, r.job_name, r.kind, r.provider_ref, amount,
+                r.outcome == "settled" and not r.intent, r.fingerprint))
         return cls(found, job_name)
 
     def claim(self, order_id: str, operation: str, item_fingerprint: str) -> bool:

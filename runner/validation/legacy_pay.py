@@ -21,23 +21,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from runner import rules
+from runner.cards import luhn
 from runner.job.merchant_payment import LegacyPayItem
 from runner.money import fits
 
 if TYPE_CHECKING:
-    from runner.validation import Catalogue
+    from runner.validation.catalogue import Catalogue
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-
-
-def luhn(digits: str) -> bool:
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        n = int(d) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0
 
 
 def check_legacy_pay(item: LegacyPayItem, catalogue: Catalogue | None = None,

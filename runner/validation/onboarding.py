@@ -24,7 +24,7 @@ from runner.job.collection import OnboardingItem, PayoutBankAccount
 from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
-    from runner.validation import Catalogue, Read
+    from runner.validation.catalogue import Catalogue, Read
 
 Problems = Iterator[tuple[str, str]]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

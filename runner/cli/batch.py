@@ -1,0 +1,110 @@
+"""``runner status``, ``runner report`` and ``runner resolve``: the batch as the state holds
+it, at any time; nothing is sent to the provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import simplejson
+
+from runner.cli.options import job_argument, reports_errors, state_option, state_path_of
+
+
+@click.command()
+@job_argument
+@state_option
+@reports_errors
+def status(job: Path, state: Path | None) -> None:
+    """Counts per state of JOB's items, the items in doubt and those needing a person.
+
+    Reads the state database only; nothing is sent.
+
+    \b
+    Example:
+      runner status jobs/payroll.yaml
+    """
+    from runner.job import load_job
+    from runner.state import open_store
+    from runner.summary import status_lines, summary_of
+
+    loaded = load_job(job)
+    with open_store(state_path_of(state)) as store:
+        summary = summary_of(loaded, store)
+    for line in status_lines(summary):
+        click.echo(line)
+
+
+@click.command()
+@job_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "html", "json", "csv"]),
+              default="text", show_default=True, help="text and html use the job's templates; "
+              "csv lists every item.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file instead of stdout.")
+@click.option("--email", is_flag=True,
+              help="Also email the summary now, as the job's summary.email says (whatever "
+                   "its `send`).")
+@state_option
+@reports_errors
+def report(job: Path, fmt: str, output: Path | None, email: bool, state: Path | None) -> None:
+    """The summary of JOB, from the state database, at any time (during a run too).
+
+    How many were paid and what it cost per currency, what failed with the provider's code
+    and message, what needs a person and what to check, what is still pending; --format csv
+    lists every item. Nothing is sent to the provider. After each run the same summary is
+    written under the state folder's reports/ (and emailed when the job says so).
+
+    \b
+    Example:
+      runner report jobs/payroll.yaml --format html --output payroll.html
+    """
+    from runner.job import load_job
+    from runner.summary import check_summary, email_summary, load_summary, render_all
+
+    loaded = load_job(job)
+    if email and (loaded.summary is None or loaded.summary.email is None):
+        raise click.UsageError(f"{job} has no summary.email to send with")
+    templates = check_summary(loaded)
+    rendered = render_all(load_summary(loaded, state_path_of(state)), templates)
+    content = {"text": rendered.text, "html": rendered.html, "csv": rendered.csv,
+               "json": simplejson.dumps(rendered.summary.as_dict(), indent=2, use_decimal=True)
+               + "\n"}[fmt]
+    if output is None:
+        click.echo(content, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(content, encoding="utf-8", newline="")
+    if email:
+        click.echo(f"emailed to {', '.join(email_summary(loaded, rendered))}", err=True)
+
+
+@click.command()
+@job_argument
+@click.argument("external_id")
+@click.option("--outcome", type=click.Choice(["settled", "failed"]), required=True,
+              help="What the provider shows: the money moved (settled) or it did not.")
+@click.option("--note", required=True, help="What was checked, for the record.")
+@state_option
+@reports_errors
+def resolve(job: Path, external_id: str, outcome: str, note: str, state: Path | None) -> None:
+    """Record what a person found at the provider for an unknown or conflicting item.
+
+    Such items (a call with no lookup whose answer was lost, or a provider record that is
+    not the item) keep every run's exit code at 1 until a person has checked them. Nothing
+    is sent: the item becomes final with the given outcome and the note.
+
+    \b
+    Example:
+      runner resolve jobs/charges.yaml charges-2026-11-C3 --outcome settled \\
+        --note "charge 4411 found DONE in the back office"
+    """
+    from runner.job import load_job
+    from runner.state import open_store
+
+    loaded = load_job(job)
+    with open_store(state_path_of(state)) as store:
+        store.resolve(loaded.name, external_id, outcome, note)
+    click.echo(f"{external_id}: {outcome} (resolved by hand)")
+
+

@@ -1,0 +1,75 @@
+"""What the commands share: where the state is, the JOB argument, the --state option, and
+the boundary that turns runner's errors into messages and exit codes (``reports_errors``)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from runner.errors import JobErrors, RunnerError
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_STATE_DIR = Path("state")
+STATE_FILE = "runner.sqlite"
+
+
+def state_dir_of(state: Path | None) -> Path:
+    """The folder of the state database (and of the embedded sandbox's state)."""
+    if state is not None:
+        return state.parent
+    return Path(os.environ.get("RUNNER_STATE_DIR", DEFAULT_STATE_DIR))
+
+
+def state_path_of(state: Path | None) -> Path:
+    return state if state is not None else state_dir_of(None) / STATE_FILE
+
+
+def job_argument(f: F) -> F:
+    return click.argument("job", type=click.Path(dir_okay=False, path_type=Path))(f)
+
+
+def state_option(f: F) -> F:
+    return click.option("--state", type=click.Path(dir_okay=False, path_type=Path),
+                        help="SQLite state file (default: state/runner.sqlite, or "
+                             "$RUNNER_STATE_DIR/runner.sqlite).")(f)
+
+
+def reports_errors(f: F) -> F:
+    """Turn runner's errors into a message and the documented exit code; no traceback unless
+    --debug."""
+
+    @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+    @functools.wraps(f)
+    def wrapper(*args: Any, debug: bool, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except JobErrors as errors:
+            for error in errors:
+                click.echo(str(error), err=True)
+            click.echo(f"{len(errors)} problem(s); nothing was sent.", err=True)
+            _trace(debug)
+            sys.exit(errors.exit_code)
+        except RunnerError as error:
+            click.echo(f"error: {error}", err=True)
+            _trace(debug)
+            sys.exit(error.exit_code)
+        except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
+            raise
+        except Exception as error:  # noqa: BLE001 - the boundary: no traceback by default
+            click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
+            _trace(debug)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _trace(debug: bool) -> None:
+    if debug:
+        traceback.print_exc()

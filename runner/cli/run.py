@@ -1,0 +1,220 @@
+"""``runner validate``, ``runner run`` and ``runner confirm``: the commands that check a job
+and pay it, with the question asked before money moves and the progress on a terminal."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import simplejson
+
+from runner.cli.options import (
+    F,
+    job_argument,
+    reports_errors,
+    state_dir_of,
+    state_option,
+    state_path_of,
+)
+from runner.errors import RunnerError
+
+if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
+    from runner.engine.batch import RunResult
+    from runner.job import Job
+    from runner.summary import Templates
+
+QUOTE = click.option("--quote", is_flag=True,
+                     help="Ask real quotations (dryrun- external_ids, never confirmed) for the "
+                          "true cost with fees.")
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                      show_default=True, help="Output of the checks.")
+
+
+@click.command()
+@job_argument
+@QUOTE
+@FORMAT
+@state_option
+@reports_errors
+def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
+    """Check every item of JOB against the provider's rules; nothing is sent.
+
+    Prints each problem as FILE:ROW: FIELD: message, then a closing line with the counts and
+    the totals per currency. Exits 2 when anything is invalid, 0 otherwise.
+
+    \b
+    Example:
+      runner validate jobs/payroll.yaml --quote
+    """
+    _validate(job, quote, fmt, state)
+
+
+def _validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
+    from runner.connect import connect
+    from runner.job import load_job
+    from runner.summary import check_summary
+    from runner.validation import validate_job
+
+    loaded = load_job(job)
+    check_summary(loaded)
+    with connect(loaded, state_dir_of(state)) as provider:
+        report = validate_job(loaded, provider, quote=quote)
+    if fmt == "json":
+        click.echo(simplejson.dumps(report.as_dict(), indent=2))
+    else:
+        _print_report(report)
+    sys.exit(0 if report.ok else 2)
+
+
+def _print_report(report: Any) -> None:
+    for problem in report.problems:
+        click.echo(str(problem))
+    click.echo(report.closing_line())
+
+
+def _logging(quiet: bool, verbose: bool) -> None:
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                           "%Y-%m-%dT%H:%M:%S"))
+    root = logging.getLogger("runner")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+             allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool) -> None:
+    from runner.connect import connect
+    from runner.engine.batch import RunOptions, run_job
+    from runner.job import load_job
+    from runner.summary import check_summary, status_lines
+
+    _logging(quiet, verbose)
+    loaded = load_job(job)
+    templates = check_summary(loaded)  # a broken summary template stops us before money moves
+    state_path = state_path_of(state)
+    tty = sys.stdin.isatty() and sys.stderr.isatty()
+    options = RunOptions(state_path, concurrency=concurrency, allow_partial=allow_partial,
+                         confirm=True if confirm_only else None, confirm_only=confirm_only)
+    if tty and not yes:
+        options.ask = _ask
+    if tty and not quiet:
+        options.on_progress = _Bar().step
+    previous = signal.signal(signal.SIGINT, lambda *_: options.stop.set())
+    try:
+        with connect(loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
+                     ) as provider:
+            result = run_job(loaded, provider, options)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if tty and not quiet:
+        click.echo("", err=True)
+    if result.exit_code == 2 and result.report is not None:
+        _print_report(result.report)
+    if result.summary is not None:
+        for line in status_lines(result.summary):
+            click.echo(line)
+    if result.message:
+        click.echo(result.message, err=True)
+    sys.exit(_summarize(loaded, templates, state, result))
+
+
+def _summarize(loaded: Job, templates: Templates, state: Path | None, result: RunResult
+               ) -> int:
+    """Write (and email) the run's summary; the exit code, 3 only when the run's was 0."""
+    from runner.summary import conclude
+
+    if result.summary is None:
+        return result.exit_code
+    try:
+        delivery = conclude(loaded, templates, result.summary, state_dir_of(state) / "reports")
+    except RunnerError as error:
+        click.echo(f"error: the summary: {error}", err=True)
+        return result.exit_code or error.exit_code
+    if delivery.error is not None:  # already logged, with where the summary is
+        return result.exit_code or delivery.error.exit_code
+    return result.exit_code
+
+
+def _ask(plan: dict[str, Any]) -> bool:
+    totals = ", ".join(f"{c} {a:,}" for c, a in sorted(plan["totals"].items()))
+    click.echo(f"About to pay {plan['items']} item(s): {totals}", err=True)
+    return click.confirm("Send these payments?", default=False, err=True)
+
+
+class _Bar:
+    """One line on the terminal, redrawn as items move."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def step(self, phase: str, entry: Any) -> None:
+        with self.lock:
+            self.done[phase] = self.done.get(phase, 0) + 1
+            parts = "  ".join(f"{p} {n}" for p, n in self.done.items())
+            click.echo(f"\r{parts}", nl=False, err=True)
+
+
+def run_options(f: F) -> F:
+    for decorator in reversed([
+        state_option,
+        click.option("--concurrency", type=click.IntRange(min=1),
+                     help="Workers (default: the job's run.concurrency)."),
+        click.option("--yes", is_flag=True, help="Do not ask before money moves."),
+        click.option("--allow-partial", is_flag=True,
+                     help="Confirm what the balance covers even when it cannot cover all."),
+        click.option("--quiet", "-q", is_flag=True, help="Warnings and errors only."),
+        click.option("--verbose", "-v", is_flag=True, help="A log line per call."),
+    ]):
+        f = decorator(f)
+    return f
+
+
+@click.command()
+@job_argument
+@click.option("--dry-run", is_flag=True, help="Check only, as `runner validate`; send nothing.")
+@QUOTE
+@FORMAT
+@run_options
+@reports_errors
+def run(job: Path, dry_run: bool, quote: bool, fmt: str, state: Path | None,
+        concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
+        verbose: bool) -> None:
+    """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
+
+    Safe to run again at any time: finished items are skipped, interrupted ones resume, and
+    nobody is paid twice. On a terminal it shows the plan and asks first (--yes skips).
+    --quote and --format go with --dry-run.
+
+    \b
+    Example:
+      runner run jobs/payroll.yaml --yes
+    """
+    if dry_run:
+        _validate(job, quote, fmt, state)
+    if quote or fmt != "text":
+        raise click.UsageError("--quote and --format go with --dry-run")
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False)
+
+
+@click.command()
+@job_argument
+@run_options
+@reports_errors
+def confirm(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+            allow_partial: bool, quiet: bool, verbose: bool) -> None:
+    """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
+
+    \b
+    Example:
+      runner confirm jobs/payroll.yaml --yes
+    """
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=True)
+
+

@@ -1,0 +1,78 @@
+"""The table of job kinds: each kind declared once, with every part runner needs of it.
+
+A kind's module (``runner.kinds.<name>``) declares ``KIND``: the item's model (what a row
+becomes), the provider checks made at validation (and the reads they need, started ahead),
+the amount an item sends for the totals, the flow that pays it exactly once, the provider
+client that flow drives, and the example job in ``jobs/`` that runs as it is. Adding a kind
+is one new module and its line in ``MODULES``; ``tests/test_kinds.py`` checks that every kind
+has every part.
+
+The table is read on first use rather than at import: the kinds' parts live in every layer
+(job models, validation, engine), and each of those layers asks the table about a job's kind.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.engine.flow import Flow
+    from runner.job.fields import JobModel
+    from runner.job.loading import ValidItem
+    from runner.provider import Provider
+    from runner.validation.catalogue import Catalogue
+
+# One line per kind: the module under runner/kinds/ that declares it.
+MODULES = (
+    "remittance",
+    "merchant_payment",
+    "payout",
+    "account_transfer",
+    "payment_order",
+    "charge",
+    "refund",
+    "cancel",
+    "legacy_pay",
+    "onboarding",
+)
+
+Problems = Iterable[tuple[str, str]]  # (field, message) of one item
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    item: type[JobModel]
+    flow: type[Flow[Any, Any]]
+    client: Callable[[Provider], Any]
+    example: str  # a job in jobs/ that runs as it is against the embedded sandbox
+    # Validation against the provider's data: the problems of one item, the reads that
+    # check makes (started ahead of it), and the (currency, amount) it sends.
+    check: Callable[[Any, Catalogue], Problems] | None = None
+    wants: Callable[[Any, Catalogue], None] | None = None
+    amount: Callable[[Any, Catalogue | None], tuple[str, Decimal] | None] | None = None
+    # `validate --quote`: a real quotation of one item, (currency, amount, fee), or raises
+    # the provider's refusal.
+    quote: Callable[[ValidItem, Provider, str], tuple[str, Decimal, Decimal]] | None = None
+    # What each balance the batch draws from can give, for the check of the totals.
+    funds: Callable[[Provider], dict[str, Decimal]] | None = None
+
+
+@functools.cache
+def kinds() -> dict[str, Kind]:
+    """Every kind, by name, in the order of ``MODULES``."""
+    table: dict[str, Kind] = {}
+    for module in MODULES:
+        kind: Kind = importlib.import_module(f"runner.kinds.{module}").KIND
+        table[kind.name] = kind
+    return table
+
+
+def kind_named(name: str) -> Kind:
+    """The kind called ``name``; KeyError for an unknown one."""
+    return kinds()[name]

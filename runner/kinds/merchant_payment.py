@@ -1,0 +1,36 @@
+"""Merchant payment collections: quotation, payment, confirm; the consumer pays.
+
+Checked against the payment method (read once per method) and the merchant's accounts.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from runner.engine.merchant_payment import MerchantPaymentFlow
+from runner.job.merchant_payment import MerchantPaymentItem
+from runner.kinds import Kind, Problems
+from runner.validation.catalogue import Catalogue
+from runner.validation.rules import check_merchant_payment
+
+
+def _check(item: MerchantPaymentItem, catalogue: Catalogue) -> Problems:
+    return check_merchant_payment(item, catalogue.once(*catalogue.method(item.payment_method_id)),
+                                  catalogue.merchant_accounts())
+
+
+def _wants(item: MerchantPaymentItem, catalogue: Catalogue) -> None:
+    catalogue.want(*catalogue.method(item.payment_method_id))
+    catalogue.want(*catalogue.merchant_balances())
+
+
+def _amount(item: MerchantPaymentItem, catalogue: Catalogue | None
+            ) -> tuple[str, Decimal] | None:
+    # The side the mode names carries the amount (the other is the provider's to price).
+    side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
+    return (side.currency, side.amount) if side.amount is not None else None
+
+
+KIND = Kind("merchant_payment", MerchantPaymentItem, MerchantPaymentFlow,
+            lambda p: p.merchant_payment, "jobs/merchant-payments.yaml", check=_check,
+            wants=_wants, amount=_amount)

@@ -1,0 +1,57 @@
+"""Remittances through the money transfer service: quotation, transaction, confirm.
+
+Checked against the payer (its requirements, limits and rates, read once per payer);
+``validate --quote`` asks real quotations; the totals are checked against the available
+balances with their credit facility.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from runner.engine.remittance import RemittanceFlow
+from runner.job.loading import ValidItem
+from runner.job.money_transfer import RemittanceItem
+from runner.kinds import Kind, Problems
+from runner.provider import Provider
+from runner.validation.catalogue import Catalogue
+from runner.validation.rules import check_remittance, source_estimate
+
+
+def _check(item: RemittanceItem, catalogue: Catalogue) -> Problems:
+    payer = catalogue.once(*catalogue.payer(item.payer_id))
+    rates = catalogue.once(*catalogue.rates(item.payer_id)) if payer is not None else None
+    return check_remittance(item, payer, rates)
+
+
+def _wants(item: RemittanceItem, catalogue: Catalogue) -> None:
+    payer = catalogue.payer(item.payer_id)
+    catalogue.want(*payer)
+    catalogue.want(*catalogue.rates(item.payer_id), after=payer[0])
+
+
+def _amount(item: RemittanceItem, catalogue: Catalogue | None) -> tuple[str, Decimal] | None:
+    rates = catalogue.once(*catalogue.rates(item.payer_id)) if catalogue is not None else None
+    amount = source_estimate(item, rates)
+    return (item.source.currency, amount) if amount is not None else None
+
+
+def _quote(valid: ValidItem, provider: Provider, stamp: str) -> tuple[str, Decimal, Decimal]:
+    """A real quotation in the ``dryrun-`` namespace: it expires, nothing is confirmed."""
+    body = {"external_id": f"dryrun-{stamp}-{valid.external_id}",
+            **valid.item.model_dump(include=set(RemittanceFlow.quotation_fields),
+                                    exclude_none=True)}
+    quotation = provider.money_transfer.create_quotation(body)
+    return (quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
+            quotation["fee"]["amount"])
+
+
+def funds(provider: Provider) -> dict[str, Decimal]:
+    """What each source currency can send: the available balance and the credit facility."""
+    return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
+            for b in provider.money_transfer.balances()}
+
+
+KIND = Kind("remittance", RemittanceItem, RemittanceFlow, lambda p: p.money_transfer,
+            "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, quote=_quote,
+            funds=funds)

@@ -1,0 +1,145 @@
+"""What the state database holds, as typed records: an item, one call made for it, a run.
+
+These are the only shapes in which the state leaves ``runner.state``: the engine, the
+validation, the summary and the command line read attributes, never column names. An
+``ItemRecord`` is changed through ``ItemChanges`` (checked by mypy: a misspelt column or an
+amount given as text is a type error), in memory by ``apply`` and in the database by the
+store's ``update_item``/``end_attempt``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from typing import Any, Literal, TypedDict
+
+# Provider ids are numbers in the money transfer service (transactions, quotations) and text
+# in the collection service (``PO0000000001``, ``QT0000000001``).
+ProviderId = int | str
+Outcome = Literal["pending", "awaiting_confirm", "settled", "failed", "conflict", "unknown"]
+AMOUNTS = ("source_amount", "fee", "destination_amount")
+
+
+class ItemChanges(TypedDict, total=False):
+    """The columns of an item a flow may change (all but its identity and stamps)."""
+
+    row: int
+    fingerprint: str
+    step: str
+    intent: str | None
+    attempt: int
+    provider_ref: str | None
+    quotation_id: ProviderId | None
+    expires_at: str | None
+    transaction_id: ProviderId | None
+    source_currency: str | None
+    source_amount: Decimal | None
+    fee: Decimal | None
+    destination_currency: str | None
+    destination_amount: Decimal | None
+    status: str | None
+    status_class: str | None
+    status_message: str | None
+    outcome: Outcome
+    error_code: str | None
+    error_message: str | None
+    summary: str | None
+    details: str | None
+
+
+@dataclass(slots=True)
+class ItemRecord:
+    """One item of a job as the state holds it, keyed by its external_id.
+
+    ``step`` is how far it went (new, quoted, created, confirmed, final, or a kind's own
+    steps); ``intent`` the call sent whose answer is not known yet (not None: in doubt);
+    ``attempt`` 1, or N for the ``-rN`` attempt after an expiry; ``summary`` (who and how
+    much, masked) and ``details`` (what the provider gave to finish or show it) are JSON.
+    """
+
+    external_id: str
+    job_name: str
+    kind: str
+    row: int
+    fingerprint: str = ""
+    step: str = "new"
+    intent: str | None = None
+    attempt: int = 1
+    provider_ref: str | None = None
+    quotation_id: ProviderId | None = None
+    expires_at: str | None = None
+    transaction_id: ProviderId | None = None
+    source_currency: str | None = None
+    source_amount: Decimal | None = None
+    fee: Decimal | None = None
+    destination_currency: str | None = None
+    destination_amount: Decimal | None = None
+    status: str | None = None
+    status_class: str | None = None
+    status_message: str | None = None
+    outcome: Outcome = "pending"
+    error_code: str | None = None
+    error_message: str | None = None
+    summary: str | None = None
+    details: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """The external_id of the current attempt: E, then E-r2, E-r3 ..."""
+        return self.external_id if self.attempt == 1 else f"{self.external_id}-r{self.attempt}"
+
+    @property
+    def state(self) -> str:
+        """The outcome, or ``in_doubt`` while a call's answer is not known."""
+        return "in_doubt" if self.intent else self.outcome
+
+    def apply(self, changes: ItemChanges) -> None:
+        for name, value in changes.items():
+            setattr(self, name, value)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ItemRecord:
+        """A record from the database's columns (amounts are stored as exact text)."""
+        for name in AMOUNTS:
+            value = row.get(name)
+            if value is not None:
+                row[name] = Decimal(value)
+        return cls(**row)
+
+
+COLUMNS = tuple(f.name for f in fields(ItemRecord))
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One call made for an item: its step, what was asked (a summary of the request, no
+    secrets), when, and what came of it (ok, error, in_doubt; or by hand: settled, failed)."""
+
+    id: int
+    run_id: int | None
+    external_id: str
+    step: str
+    request: str | None
+    started_at: str
+    finished_at: str | None
+    result: str | None
+    http_status: int | None
+    code: str | None
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a job. ``state``: ``running`` while its lease is alive, ``ended``, or
+    ``interrupted`` (no end, no live lease). ``counts`` are the item states at its end (and,
+    from its checks on, how many items it refused or found invalid)."""
+
+    id: int
+    job_name: str
+    started_at: str
+    ended_at: str | None
+    exit_code: int | None
+    state: Literal["running", "ended", "interrupted"]
+    counts: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,285 @@
+"""The state in one SQLite file (default ``state/runner.sqlite``), the default backend.
+
+One file can hold many jobs: items are keyed by external_id across all of them, so an item
+already handled under another job's name is seen and refused (rule 7). WAL mode; every
+change is its own committed transaction, written before the next request is sent.
+``synchronous=NORMAL`` survives a killed process; a power cut may lose the last writes, which
+the provider-side lookups by external_id (rule 3) recover, since external_ids are
+deterministic.
+
+Tables (named migrations below): ``runs`` (one row per run: job, start, end, exit code,
+counts), ``leases`` (who runs a job now: host, pid,
+heartbeat), ``items`` (one row per external_id, the columns of ``ItemRecord``), ``attempts``
+(every call: item, step, a summary of the request, start and end, result, HTTP status,
+provider code and message).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Unpack
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from runner.errors import StateError
+from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
+from runner.state.store import LEASE_TTL, LeaseHeld, StateStore, now_iso
+
+migrations = Migrations("runner")
+# Exact amounts are stored as their text.
+sqlite3.register_adapter(Decimal, str)
+
+
+@migrations(name="0001_runs_items_attempts_leases")
+def _initial(db: Database) -> None:
+    db.table("runs").create({"id": int, "job_name": str, "job_file": str, "started_at": str,
+                             "ended_at": str, "host": str, "pid": int, "exit_code": int,
+                             "counts": str}, pk="id")
+    db.table("leases").create({"job_name": str, "run_id": int, "host": str, "pid": int,
+                               "token": str, "heartbeat_at": float}, pk="job_name")
+    db.table("items").create({
+        "external_id": str, "job_name": str, "kind": str, "row": int, "fingerprint": str,
+        "step": str, "intent": str, "attempt": int, "provider_ref": str,
+        "quotation_id": int, "expires_at": str, "transaction_id": int, "source_currency": str,
+        "source_amount": str, "fee": str, "destination_currency": str,
+        "destination_amount": str, "status": str, "status_class": str, "status_message": str,
+        "outcome": str, "error_code": str, "error_message": str, "summary": str,
+        "created_at": str, "updated_at": str}, pk="external_id",
+        defaults={"step": "new", "attempt": 1, "outcome": "pending"})
+    db.table("items").create_index(["job_name", "outcome"])
+    db.table("attempts").create({
+        "id": int, "run_id": int, "external_id": str, "step": str, "request": str,
+        "started_at": str, "finished_at": str, "result": str, "http_status": int,
+        "code": str, "message": str}, pk="id")
+    db.table("attempts").create_index(["external_id"])
+
+
+@migrations(name="0002_item_details")
+def _details(db: Database) -> None:
+    # What a person needs to finish or show an item: QR code and instructions of a merchant
+    # payment, the payment_url of a REDIRECT order, ids of an onboarding chain (JSON).
+    db.table("items").add_column("details", str)
+
+
+def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """The UPDATE of one item's columns (names are runner's own, never the job's)."""
+    values = {**values, "updated_at": now_iso()}
+    columns = ", ".join(f"{name} = ?" for name in values)
+    return (f"UPDATE items SET {columns} WHERE external_id = ?",
+            [*values.values(), external_id])
+
+
+class SqliteStore(StateStore):
+    """One connection, one lock, one committed transaction per change."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                   timeout=10)
+            self.db = Database(conn)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"{path}: cannot use the state database: {exc}") from None
+        self.path = path
+        self.location = str(path)
+        self.lock = threading.RLock()
+        self.host = socket.gethostname()
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.conn.close()
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str = "BEGIN") -> Iterator[sqlite3.Connection]:
+        """One committed transaction, under the store's lock.
+
+        Plain prepared SQL: these writes are on every call's path, where sqlite-utils'
+        introspection costs ten times the write itself."""
+        conn = self.db.conn
+        with self.lock:
+            conn.execute(begin)
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _run(self, *statements: Any) -> int:
+        """Statement, parameters[, statement, parameters ...] in one transaction; the row id
+        the first statement inserted (if it is an INSERT)."""
+        with self._transaction() as conn:
+            first = None
+            for sql, params in zip(statements[::2], statements[1::2], strict=True):
+                cursor = conn.execute(sql, params)
+                first = cursor.lastrowid if first is None else first
+        return int(first or 0)
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self.lock:
+            cursor = self.db.conn.execute(sql, params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # ------------------------------------------------------------ runs and the lease
+    def start_run(self, job_name: str, job_file: str) -> int:
+        return self._run("INSERT INTO runs (job_name, job_file, started_at, host, pid) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         [job_name, job_file, now_iso(), self.host, os.getpid()])
+
+    def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
+        counts = {k: n for k, n in (("invalid", invalid), ("refused", refused)) if n}
+        self._run("UPDATE runs SET counts = ? WHERE id = ?", [json.dumps(counts), run_id])
+
+    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int]) -> None:
+        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ? WHERE id = ?",
+                  [now_iso(), exit_code, json.dumps(dict(counts)), run_id])
+
+    def latest_run(self, job_name: str) -> RunRecord | None:
+        leases = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
+                            [job_name])
+        lease = leases[0] if leases else None
+        rows = self._rows("SELECT id, started_at, ended_at, exit_code, counts "
+                          "FROM runs WHERE job_name = ? ORDER BY ended_at IS NULL, id DESC",
+                          [job_name])
+        chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
+                      rows[0] if rows else None)
+        if chosen is None:
+            return None
+        state: Any = "ended"
+        if chosen["ended_at"] is None:
+            live = lease is not None and lease["run_id"] == chosen["id"] and \
+                time.time() - lease["heartbeat_at"] < LEASE_TTL
+            state = "running" if live else "interrupted"
+        return RunRecord(chosen["id"], job_name, chosen["started_at"], chosen["ended_at"],
+                         chosen["exit_code"], state, json.loads(chosen["counts"] or "{}"))
+
+    def acquire_lease(self, job_name: str, run_id: int) -> str:
+        token = uuid.uuid4().hex
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            rows = self._rows("SELECT * FROM leases WHERE job_name = ?", [job_name])
+            if rows and self._alive(rows[0]):
+                held = rows[0]
+                raise LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
+                                f"{held['host']} (run {held['run_id']}); try later")
+            conn.execute("INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, "
+                         "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)",
+                         [job_name, run_id, self.host, os.getpid(), token, time.time()])
+        return token
+
+    def _alive(self, lease: dict[str, Any]) -> bool:
+        if time.time() - lease["heartbeat_at"] > LEASE_TTL:
+            return False
+        if lease["host"] == self.host:
+            try:
+                os.kill(lease["pid"], 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+        return True
+
+    def heartbeat(self, job_name: str, token: str) -> None:
+        self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
+                  [time.time(), job_name, token])
+
+    def release_lease(self, job_name: str, token: str) -> None:
+        self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token])
+
+    # ------------------------------------------------------------ items
+    def item(self, external_id: str) -> ItemRecord | None:
+        rows = self._rows("SELECT * FROM items WHERE external_id = ?", [external_id])
+        return ItemRecord.from_row(rows[0]) if rows else None
+
+    def items(self, job_name: str) -> Iterator[ItemRecord]:
+        rows = self._rows("SELECT * FROM items WHERE job_name = ? ORDER BY row", [job_name])
+        return (ItemRecord.from_row(r) for r in rows)
+
+    def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self.lock:
+            for start in range(0, len(external_ids), 500):
+                chunk = list(external_ids[start:start + 500])
+                found.update(self.db.conn.execute(
+                    f"SELECT external_id, job_name FROM items WHERE external_id IN "
+                    f"({', '.join('?' * len(chunk))})", chunk).fetchall())
+        return found
+
+    def insert_items(self, records: Sequence[ItemRecord]) -> None:
+        if not records:
+            return
+        stamp = now_iso()
+        for record in records:
+            record.created_at = record.updated_at = stamp
+        with self._transaction() as conn:
+            conn.executemany(f"INSERT INTO items ({', '.join(COLUMNS)}) VALUES "
+                             f"({', '.join('?' * len(COLUMNS))})",
+                             [[getattr(r, n) for n in COLUMNS] for r in records])
+
+    def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None:
+        self._run(*_update_items(external_id, changes))
+
+    def operations_sent(self, kinds: Sequence[str],
+                        order_id: str | None = None) -> list[ItemRecord]:
+        sql = (f"SELECT * FROM items WHERE kind IN ({', '.join('?' * len(kinds))}) AND "
+               "provider_ref IS NOT NULL AND (intent IS NOT NULL OR outcome IN "
+               "('settled', 'unknown'))")
+        args: list[Any] = list(kinds)
+        if order_id is not None:
+            sql += " AND provider_ref = ?"
+            args.append(order_id)
+        return [ItemRecord.from_row(r) for r in self._rows(sql, args)]
+
+    def _resolved(self, record: ItemRecord, outcome: str, note: str) -> None:
+        stamp = now_iso()
+        self._run(
+            "INSERT INTO attempts (external_id, step, started_at, finished_at, result, "
+            "request, message) VALUES (?, 'resolve', ?, ?, ?, ?, ?)",
+            [record.external_id, stamp, stamp, outcome,
+             json.dumps({"was": record.outcome, "note": note}), note],
+            *_update_items(record.external_id, {
+                "outcome": outcome, "step": "final", "intent": None,
+                "error_code": "resolved" if outcome == "failed" else None,
+                "error_message": f"by hand: {note}"}))
+
+    # ------------------------------------------------------------ attempts (rule 2)
+    def begin_attempt(self, run_id: int, external_id: str, step: str,
+                      request: Mapping[str, Any]) -> int:
+        stamp = now_iso()
+        return self._run(
+            "INSERT INTO attempts (run_id, external_id, step, request, started_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [run_id, external_id, step, json.dumps(request, default=str), stamp],
+            "UPDATE items SET intent = ?, updated_at = ? WHERE external_id = ?",
+            [step, stamp, external_id])
+
+    def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
+                    http_status: int | None = None, code: str | None = None,
+                    message: str | None = None, resolved: bool = True,
+                    **changes: Unpack[ItemChanges]) -> None:
+        values: dict[str, Any] = dict(changes)
+        if resolved:
+            values["intent"] = None
+        self._run("UPDATE attempts SET finished_at = ?, result = ?, http_status = ?, "
+                  "code = ?, message = ? WHERE id = ?",
+                  [now_iso(), result, http_status, code, message, attempt_id],
+                  *_update_items(external_id, values))
+
+    def attempts(self, external_id: str) -> list[AttemptRecord]:
+        rows = self._rows("SELECT * FROM attempts WHERE external_id = ? ORDER BY id",
+                          [external_id])
+        return [AttemptRecord(**r) for r in rows]

@@ -1,0 +1,132 @@
+"""The state store's interface: every read and write of runner's own state goes through it.
+
+The engine commits an item's intent before each non-idempotent call and the outcome after
+(exactly-once rule 2), takes the job's lease (rule 6), and asks who else holds an
+external_id (rule 7); the validation asks what operations were already sent; the summary
+reads items and the latest run. A backend is one module implementing this class
+(``runner.state.sqlite`` is the default); nothing outside ``runner.state`` writes SQL.
+
+Each method that changes something is one committed transaction: when it returns, the change
+survives the process being killed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Unpack
+
+from runner.errors import StateError
+from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
+
+# A lease not refreshed for this long is abandoned: its run died without releasing it.
+LEASE_TTL = 30.0
+
+
+class LeaseHeld(StateError):
+    exit_code = 75
+
+
+def now_iso() -> str:
+    # On every write: isoformat is several times cheaper than strftime.
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+class StateStore(ABC):
+    """Thread-safe: the engine's workers share one store."""
+
+    location: str  # where the state is, for messages (a path, or a URL without password)
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # ------------------------------------------------------------ runs and the lease
+    @abstractmethod
+    def start_run(self, job_name: str, job_file: str) -> int: ...
+
+    @abstractmethod
+    def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
+        """What the run's checks found before anything was sent: how many items are
+        invalid, and how many are refused because another job holds them (rule 7)."""
+
+    @abstractmethod
+    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int]) -> None: ...
+
+    @abstractmethod
+    def latest_run(self, job_name: str) -> RunRecord | None:
+        """The run in progress (the lease holder) if any, else the latest that ended, else
+        the latest started (a start refused by the lease leaves a run with no end)."""
+
+    @abstractmethod
+    def acquire_lease(self, job_name: str, run_id: int) -> str:
+        """Take the job's lease (a token), or raise LeaseHeld when a live run has it."""
+
+    @abstractmethod
+    def heartbeat(self, job_name: str, token: str) -> None: ...
+
+    @abstractmethod
+    def release_lease(self, job_name: str, token: str) -> None: ...
+
+    # ------------------------------------------------------------ items
+    @abstractmethod
+    def item(self, external_id: str) -> ItemRecord | None: ...
+
+    @abstractmethod
+    def items(self, job_name: str) -> Iterator[ItemRecord]:
+        """The job's items in row order."""
+
+    @abstractmethod
+    def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
+        """external_id -> the job holding it, for those of ``external_ids`` in the state."""
+
+    @abstractmethod
+    def insert_items(self, records: Sequence[ItemRecord]) -> None:
+        """New items in one transaction; each record gets its stamps in place."""
+
+    @abstractmethod
+    def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None: ...
+
+    @abstractmethod
+    def operations_sent(self, kinds: Sequence[str],
+                        order_id: str | None = None) -> list[ItemRecord]:
+        """Items of ``kinds`` (in every job) whose call reached the provider or may have:
+        in doubt, settled or unknown, with the order they name in ``provider_ref``."""
+
+    def resolve(self, job_name: str, external_id: str, outcome: str, note: str) -> None:
+        """Record what a person found at the provider for an item runner could not settle
+        (``unknown`` or ``conflict``): it is final from now on, and the note says why."""
+        record = self.item(external_id)
+        if record is None or record.job_name != job_name:
+            raise StateError(f"{external_id}: no such item in job {job_name}")
+        if record.outcome not in ("unknown", "conflict"):
+            raise StateError(f"{external_id} is {record.outcome}: only unknown or conflict "
+                             f"items are resolved by hand")
+        self._resolved(record, outcome, note)
+
+    @abstractmethod
+    def _resolved(self, record: ItemRecord, outcome: str, note: str) -> None:
+        """Write ``resolve``'s outcome and its attempt row, in one transaction."""
+
+    # ------------------------------------------------------------ attempts (rule 2)
+    @abstractmethod
+    def begin_attempt(self, run_id: int, external_id: str, step: str,
+                      request: Mapping[str, Any]) -> int:
+        """Commit the intent before the call: the item is in doubt until ``end_attempt``."""
+
+    @abstractmethod
+    def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
+                    http_status: int | None = None, code: str | None = None,
+                    message: str | None = None, resolved: bool = True,
+                    **changes: Unpack[ItemChanges]) -> None:
+        """Commit the outcome, with what the item becomes, in one transaction; ``resolved``
+        False leaves the item in doubt (its intent kept) unless ``changes`` clear it."""
+
+    @abstractmethod
+    def attempts(self, external_id: str) -> list[AttemptRecord]: ...
