@@ -229,7 +229,7 @@ def _holds_placeholder(value: Any) -> bool:
         return any(_holds_placeholder(v) for v in value.values())
     if isinstance(value, list):
         return any(_holds_placeholder(v) for v in value)
-    return value == _PLACEHOLDER
+    return bool(value == _PLACEHOLDER)
 
 
 def _origin(job: Job, location: Location) -> Location:

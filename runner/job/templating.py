@@ -173,7 +173,7 @@ class ItemTemplate:
         # next row.)
         context = self._blank.new_context({**self._globals, "row": row})
         problems: list[Problem] = []
-        concat: Callable[[Any], str] = self.env.concat  # type: ignore[assignment]
+        concat: Callable[[Any], str] = self.env.concat
 
         def run(template: Template, location: Location) -> str | None:
             try:
