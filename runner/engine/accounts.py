@@ -78,7 +78,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
         raise NotImplementedError
 
     def body(self, entry: Entry[RequestT]) -> dict[str, Any]:
-        raise NotImplementedError
+        return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
 
     def send(self, body: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -278,9 +278,6 @@ class PayoutFlow(_AccountRequestFlow[PayoutItem]):
         return {"beneficiary": item.payout_bank_account_id,
                 "identifier": {"from": item.source_account_id}}
 
-    def body(self, entry: Entry[PayoutItem]) -> dict[str, Any]:
-        return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
-
     def send(self, body: dict[str, Any]) -> Any:
         return self.client.create_payout_request(body)
 
@@ -320,9 +317,6 @@ class AccountTransferFlow(_AccountRequestFlow[AccountTransferItem]):
     def summary_of(self, item: AccountTransferItem) -> dict[str, Any]:
         return {"beneficiary": item.target_account_id,
                 "identifier": {"from": item.source_account_id}}
-
-    def body(self, entry: Entry[AccountTransferItem]) -> dict[str, Any]:
-        return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
 
     def send(self, body: dict[str, Any]) -> Any:
         return self.client.create_transfer_request(body)

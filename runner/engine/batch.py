@@ -76,7 +76,7 @@ def _entries(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, An
     what the checks found (invalid items, items another job holds) is noted on the run, and
     the items refused under rule 7 returned with why."""
     valid: list[ValidItem] = []
-    report = validate_job(job, provider, check_balances=False, keep=valid.append)
+    report = validate_job(job, provider, check_balances=False, keep=valid.append, state=state)
     known = {r.external_id: r for r in state.items(job.name)}
     elsewhere = state.owners([v.external_id for v in valid if v.external_id not in known])
     entries: list[Entry[Any]] = []

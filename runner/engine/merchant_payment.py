@@ -64,12 +64,6 @@ class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]
         return (side.currency, side.amount) if side.amount is not None else None
 
     # ------------------------------------------------------------ the provider's calls
-    def create_quotation(self, body: dict[str, Any]) -> Any:
-        return self.client.create_quotation(body)
-
-    def find_quotation(self, ref: str) -> Any | None:
-        return self.client.find_quotation(ref)
-
     def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
         return self.client.create_payment(quotation_ref, body)
 

@@ -40,7 +40,6 @@ from runner.validation.collection import (
     NOUNS,
     REQUESTED_SIDE,
     SentOperations,
-    know_sent,
     remaining,
 )
 
@@ -54,8 +53,6 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         super().__init__(client, run)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
-        # Validation (which runs next) must know what earlier runs of this job have sent.
-        know_sent(client, SentOperations.from_state(self.state, self.job_name))
 
     def summary_of(self, item: OperationItem) -> dict[str, Any]:
         order = item.payment_order_id or f"ext {item.payment_order_external_id}"

@@ -20,15 +20,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, TypeVar
 
-from runner.engine.flow import ClientT, Conflict, Entry, Flow, ItemT
+from runner.engine.flow import Conflict, Entry, Flow, ItemT
 from runner.provider.errors import AlreadyConfirmed, ProviderError, QuotationExpired
 from runner.provider.http import ext
 from runner.state import ItemChanges
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
 CREATED = "10000"
+
+
+class QuotingClient(Protocol):
+    """The quotation calls the money transfer and merchant payment services share."""
+
+    def create_quotation(self, body: dict[str, Any]) -> Any: ...
+
+    def find_quotation(self, external_id: str) -> Any | None: ...
+
+
+ClientT = TypeVar("ClientT", bound=QuotingClient)
 
 
 def given(fields: dict[str, Any] | None) -> dict[str, Any]:
@@ -45,12 +56,6 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     quotation_fields: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------ what a subclass says
-    def create_quotation(self, body: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-    def find_quotation(self, ref: str) -> Any | None:
-        raise NotImplementedError
-
     def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
         raise NotImplementedError
 
@@ -128,11 +133,11 @@ class QuotedFlow(Flow[ItemT, ClientT]):
                 **entry.item.model_dump(include=set(self.quotation_fields), exclude_none=True)}
         found = None
         if entry.record.intent == "quotation":
-            found = self.read(lambda: self.find_quotation(ref))
+            found = self.read(lambda: self.client.find_quotation(ref))
         try:
             quotation = found or self._post(entry, "quotation", body,
-                                            lambda: self.create_quotation(body),
-                                            lambda: self.find_quotation(ref))
+                                            lambda: self.client.create_quotation(body),
+                                            lambda: self.client.find_quotation(ref))
         except ProviderError as exc:
             self._fail(entry, exc)
             return False

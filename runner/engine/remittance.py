@@ -46,12 +46,6 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
                 for b in self.read(self.client.balances)}
 
     # ------------------------------------------------------------ the provider's calls
-    def create_quotation(self, body: dict[str, Any]) -> Any:
-        return self.client.create_quotation(body)
-
-    def find_quotation(self, ref: str) -> Any | None:
-        return self.client.find_quotation(ref)
-
     def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
         return self.client.create_transaction(quotation_ref, body)
 

@@ -3,12 +3,8 @@
 from runner.engine.accounts import AccountTransferFlow
 from runner.job.collection import AccountTransferItem
 from runner.kinds import Kind
-from runner.validation.accounts import (
-    check_account_transfer,
-    transfer_amount,
-    want_account_transfer,
-)
+from runner.validation import accounts
 
 KIND = Kind("account_transfer", AccountTransferItem, AccountTransferFlow, lambda p: p.accounts,
-            "jobs/transfers.yaml", check=check_account_transfer, wants=want_account_transfer,
-            amount=transfer_amount)
+            "jobs/transfers.yaml", check=accounts.check_account_transfer,
+            wants=accounts.want_account_transfer, amount=accounts.transfer_amount)

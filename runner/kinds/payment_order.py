@@ -3,12 +3,8 @@
 from runner.engine.payment_orders import PaymentOrderFlow
 from runner.job.collection import PaymentOrderItem
 from runner.kinds import Kind
-from runner.validation.collection import (
-    check_payment_order,
-    payment_order_amount,
-    want_payment_order,
-)
+from runner.validation import collection
 
 KIND = Kind("payment_order", PaymentOrderItem, PaymentOrderFlow, lambda p: p.collection,
-            "jobs/payment-orders.yaml", check=check_payment_order, wants=want_payment_order,
-            amount=payment_order_amount)
+            "jobs/payment-orders.yaml", check=collection.check_payment_order,
+            wants=collection.want_payment_order, amount=collection.payment_order_amount)

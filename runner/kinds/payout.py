@@ -3,7 +3,8 @@
 from runner.engine.accounts import PayoutFlow
 from runner.job.collection import PayoutItem
 from runner.kinds import Kind
-from runner.validation.accounts import check_payout, payout_amount, want_payout
+from runner.validation import accounts
 
 KIND = Kind("payout", PayoutItem, PayoutFlow, lambda p: p.accounts, "jobs/payouts.yaml",
-            check=check_payout, wants=want_payout, amount=payout_amount)
+            check=accounts.check_payout, wants=accounts.want_payout,
+            amount=accounts.payout_amount)

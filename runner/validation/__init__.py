@@ -22,6 +22,7 @@ from runner.job import Job, ValidItem, iter_items
 from runner.kinds import Kind, kind_named
 from runner.provider import Provider
 from runner.provider.errors import ProviderHTTPError
+from runner.state import StateStore
 from runner.validation.catalogue import LOOKAHEAD, Catalogue
 
 
@@ -82,16 +83,18 @@ class Report:
 
 def validate_job(job: Job, provider: Provider | None, quote: bool = False,
                  stamp: str | None = None, check_balances: bool = True,
-                 keep: Callable[[ValidItem], None] | None = None) -> Report:
+                 keep: Callable[[ValidItem], None] | None = None,
+                 state: StateStore | None = None) -> Report:
     """Check every item; ``provider`` None checks the file alone (kinds without provider data).
 
     ``keep`` receives each item that passed every check (the engine runs those);
     ``check_balances`` compares the batch's totals with the balances (the engine does its
-    own pre-flight over what is still to be confirmed)."""
+    own pre-flight over what is still to be confirmed); ``state`` is the run's, whose records
+    of what was sent the checks take into account."""
     kind = kind_named(job.kind)
     report = Report(str(job.path), job.kind, quoted=quote and kind.quote is not None)
-    catalogue = (Catalogue(provider, workers=job.run.concurrency) if provider is not None
-                 else None)
+    catalogue = (Catalogue(provider, job.run.concurrency, state, job.name)
+                 if provider is not None else None)
     stamp = stamp or time.strftime("%Y%m%d%H%M%S", time.gmtime())
     ahead: deque[Any] = deque()
     try:

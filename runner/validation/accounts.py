@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
 
 from runner import rules
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.errors import ProviderHTTPError
-
-if TYPE_CHECKING:
-    from runner.validation.catalogue import Catalogue, Read
+from runner.validation.catalogue import Catalogue, Read, unless_forbidden
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")
@@ -37,17 +34,14 @@ class AccountView:
 
 def _account(catalogue: Catalogue, ref: str) -> Read:
     def fetch() -> AccountView:
-        try:
-            balances = catalogue.provider.accounts.balances(ref)
-        except ProviderHTTPError as exc:
-            if exc.status == 403:
-                return AccountView(problem=f"account {ref!r} is not open to these "
-                                           f"credentials ({exc.code} {exc.message})")
-            raise
-        currencies = {b["balance"]["currency"] for b in balances}
+        currencies = {b["balance"]["currency"] for b in catalogue.provider.accounts.balances(ref)}
         return AccountView(currency=currencies.pop() if len(currencies) == 1 else None)
 
-    return ("account", ref), fetch
+    def forbidden(exc: ProviderHTTPError) -> AccountView:
+        return AccountView(problem=f"account {ref!r} is not open to these credentials "
+                                   f"({exc.code} {exc.message})")
+
+    return ("account", ref), lambda: unless_forbidden(fetch, forbidden)
 
 
 def _details(catalogue: Catalogue, ref: str) -> Read:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from runner.provider import Provider
-from runner.provider.errors import NotFound
+from runner.provider.errors import NotFound, ProviderHTTPError
 from runner.provider.retry import RetryPolicy
+from runner.state import StateStore
 
 # Reads of the catalogue: a few quick tries, so that a passing 5xx, 503 or lost answer does not
 # end a run before anything is sent, while an unreachable provider is reported within a second.
@@ -18,6 +19,7 @@ READS = RetryPolicy(attempts=3, first_wait=0.1, max_wait=0.5)
 # How many items ahead of the one being checked have their reads started (``want``).
 LOOKAHEAD = 256
 
+T = TypeVar("T")
 Key = tuple[str, Any]
 Read = tuple[Key, Callable[[], Any]]
 
@@ -38,11 +40,15 @@ class Catalogue:
 
     ``want`` starts a read in the background (at most ``workers`` at a time), so that the
     reads the next items need go out together while this one is checked; ``once`` waits for
-    it. Only the validating thread calls them."""
+    it. Only the validating thread calls them. ``state`` (with ``job_name``) is runner's own
+    state when a run validates: what earlier runs sent counts too (operations on an order)."""
 
-    def __init__(self, provider: Provider, workers: int = 8) -> None:
+    def __init__(self, provider: Provider, workers: int = 8, state: StateStore | None = None,
+                 job_name: str = "") -> None:
         self.provider = provider
         self.workers = max(1, workers)
+        self.state = state
+        self.job_name = job_name
         self._cache: dict[Key, Any] = {}
         self._pool: ThreadPoolExecutor | None = None
 
@@ -98,3 +104,15 @@ class Catalogue:
 
 
 _MISSING = object()
+
+
+def unless_forbidden(fetch: Callable[[], T], forbidden: Callable[[ProviderHTTPError], T]
+                     ) -> T:
+    """``fetch()``; when the provider answers that these credentials may not see the resource
+    (403), what ``forbidden`` makes of its answer: a problem of the item, not of the run."""
+    try:
+        return fetch()
+    except ProviderHTTPError as exc:
+        if exc.status == 403:
+            return forbidden(exc)
+        raise

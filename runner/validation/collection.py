@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -279,11 +278,15 @@ class SentOperations:
 # The operations sent, per provider client: the engine gives them for a run (the operations
 # flow, from its state), so a resumed run knows its own operations; `runner validate` has
 # none and reads the orders alone.
-_SENT: weakref.WeakKeyDictionary[Any, SentOperations] = weakref.WeakKeyDictionary()
-
-
-def know_sent(client: Any, sent: SentOperations) -> None:
-    _SENT[client] = sent
+def _sent(catalogue: Catalogue) -> SentOperations | None:
+    """The operations this state records as sent, read once per validation; None when the
+    validation has no state (`runner validate`: the orders alone tell what remains)."""
+    state = catalogue.state
+    if state is None:
+        return None
+    found: SentOperations = catalogue.once(
+        ("sent operations", None), lambda: SentOperations.from_state(state, catalogue.job_name))
+    return found
 
 
 def remaining(operation: str, order: dict[str, Any], sums: Sums) -> tuple[Decimal, str | None]:
@@ -330,7 +333,7 @@ def check_operation(item: OperationItem, catalogue: Catalogue) -> Problems:
         yield "requested.amount", f"{money.amount} has more than " \
                                   f"{MINOR_UNITS.get(currency, 2)} decimals for {currency}"
         return
-    sent = _SENT.get(catalogue.provider.collection)
+    sent = _sent(catalogue)
     if sent is not None and sent.claim(order["id"], operation, fingerprint(item)):
         return  # already sent by an earlier run of this job: nothing more is sent for it
     left, why = remaining(operation, order, sent.sums(order["id"]) if sent else Sums())

@@ -17,16 +17,14 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from runner import rules
 from runner.cards import luhn
 from runner.job.merchant_payment import LegacyPayItem
 from runner.money import fits
-
-if TYPE_CHECKING:
-    from runner.validation.catalogue import Catalogue
+from runner.validation.catalogue import Catalogue
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")

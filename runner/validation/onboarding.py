@@ -17,14 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from runner import rules
 from runner.job.collection import OnboardingItem, PayoutBankAccount
-from runner.provider.errors import ProviderHTTPError
-
-if TYPE_CHECKING:
-    from runner.validation.catalogue import Catalogue, Read
+from runner.validation.catalogue import Catalogue, Read, unless_forbidden
 
 Problems = Iterator[tuple[str, str]]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -68,15 +64,11 @@ def _bank(where: str, bank: PayoutBankAccount) -> Problems:
 
 def _company(catalogue: Catalogue, company_id: str) -> Read:
     def fetch() -> str:
-        try:
-            found = catalogue.provider.onboarding.find_company(company_id)
-        except ProviderHTTPError as exc:
-            if exc.status == 403:
-                return f"company {company_id!r} is not yours: {exc.code} {exc.message}"
-            raise
+        found = catalogue.provider.onboarding.find_company(company_id)
         return "" if found is not None else f"company {company_id!r} does not exist"
 
-    return ("company", company_id), fetch
+    return ("company", company_id), lambda: unless_forbidden(
+        fetch, lambda exc: f"company {company_id!r} is not yours: {exc.code} {exc.message}")
 
 
 def want_onboarding(item: OnboardingItem, catalogue: Catalogue) -> None:
