@@ -1,0 +1,144 @@
+"""The state store's interface, as every backend must keep it: runs and the lease (rule 6),
+items and who holds an external_id (rule 7), an attempt's intent and outcome committed
+around a call (rule 2), the latest run, the operations sent, and resolving by hand.
+
+The ``store`` fixture is parametrized by backend: a new backend runs these same tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from runner.errors import StateError
+from runner.state import LEASE_TTL, ItemRecord, LeaseHeld, StateStore, open_store
+
+JOB = "pay-2026-11"
+
+
+@pytest.fixture(params=["sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
+    with open_store(tmp_path / "state" / "runner.sqlite") as opened:
+        yield opened
+
+
+def record(external_id: str, row: int = 2, job: str = JOB, kind: str = "remittance"
+           ) -> ItemRecord:
+    return ItemRecord(external_id, job, kind, row, fingerprint=f"f-{external_id}",
+                      summary='{"beneficiary": "Jo"}')
+
+
+def test_items_are_inserted_read_back_typed_and_changed(store: StateStore) -> None:
+    store.insert_items([record("b", 3), record("a", 2)])
+    a = store.item("a")
+    assert a is not None and (a.step, a.outcome, a.attempt, a.intent) == (
+        "new", "pending", 1, None)
+    assert a.created_at is not None and a.created_at.endswith("Z")
+    store.update_item("a", step="quoted", source_currency="EUR",
+                      source_amount=Decimal("10.50"), fee=Decimal("1.5"), quotation_id=7)
+    a = store.item("a")
+    assert a is not None
+    assert (a.step, a.source_currency, a.source_amount, a.fee, a.quotation_id) == (
+        "quoted", "EUR", Decimal("10.50"), Decimal("1.5"), 7)
+    assert [r.external_id for r in store.items(JOB)] == ["a", "b"]  # in row order
+    assert store.item("nope") is None and list(store.items("other")) == []
+
+
+def test_owners_tell_which_job_holds_an_external_id(store: StateStore) -> None:
+    store.insert_items([record("a"), record("z", job="other")])
+    many = [f"x{i}" for i in range(1200)] + ["a", "z"]  # more than one query's worth
+    assert store.owners(many) == {"a": JOB, "z": "other"}
+
+
+def test_an_attempt_leaves_the_item_in_doubt_until_its_outcome(store: StateStore) -> None:
+    store.insert_items([record("a")])
+    run_id = store.start_run(JOB, "job.yaml")
+    first = store.begin_attempt(run_id, "a", "quotation", {"external_id": "a"})
+    item = store.item("a")
+    assert item is not None and (item.intent, item.state) == ("quotation", "in_doubt")
+    store.end_attempt(first, "a", "in_doubt", code="1000500", message="lost",
+                      resolved=False)
+    item = store.item("a")
+    assert item is not None and item.intent == "quotation"
+    second = store.begin_attempt(run_id, "a", "quotation", {"external_id": "a"})
+    store.end_attempt(second, "a", "ok", http_status=201, step="quoted",
+                      source_amount=Decimal("10.00"))
+    item = store.item("a")
+    assert item is not None and (item.intent, item.step, item.source_amount) == (
+        None, "quoted", Decimal("10.00"))
+    assert [(x.id, x.step, x.result, x.code, x.run_id) for x in store.attempts("a")] == [
+        (first, "quotation", "in_doubt", "1000500", run_id),
+        (second, "quotation", "ok", None, run_id)]
+    assert store.attempts("a")[1].http_status == 201
+
+
+def test_one_live_run_holds_a_jobs_lease(store: StateStore, tmp_path: Path) -> None:
+    run_id = store.start_run(JOB, "job.yaml")
+    token = store.acquire_lease(JOB, run_id)
+    with open_store(tmp_path / "state" / "runner.sqlite") as other:
+        with pytest.raises(LeaseHeld) as held:
+            other.acquire_lease(JOB, run_id + 1)
+        assert held.value.exit_code == 75
+        assert f"pid {os.getpid()}" in str(held.value)
+        assert other.acquire_lease("another-job", run_id + 1)  # leases are per job
+    latest = store.latest_run(JOB)
+    assert latest is not None and (latest.id, latest.state) == (run_id, "running")
+    store.heartbeat(JOB, token)
+    store.release_lease(JOB, token)
+    store.end_run(run_id, 0, {"settled": 3})
+    latest = store.latest_run(JOB)
+    assert latest is not None
+    assert (latest.state, latest.exit_code, latest.counts) == ("ended", 0, {"settled": 3})
+    assert store.acquire_lease(JOB, run_id + 2)  # free again
+
+
+def test_the_latest_run_and_what_its_checks_found(store: StateStore) -> None:
+    assert store.latest_run(JOB) is None
+    first = store.start_run(JOB, "job.yaml")
+    store.end_run(first, 1, {"failed": 1})
+    refused = store.start_run(JOB, "job.yaml")  # a start the lease refused: no end
+    latest = store.latest_run(JOB)  # the latest that ended
+    assert latest is not None and (latest.id, latest.state) == (first, "ended")
+    second = store.start_run(JOB, "job.yaml")
+    token = store.acquire_lease(JOB, second)
+    store.note_checks(second, invalid=2, refused=1)
+    latest = store.latest_run(JOB)  # the one running
+    assert latest is not None and (latest.id, latest.state, latest.counts) == (
+        second, "running", {"invalid": 2, "refused": 1})
+    store.release_lease(JOB, token)
+    latest = store.latest_run(JOB)  # died without an end: nothing ended since the first
+    assert latest is not None and (latest.id, latest.state) == (first, "ended")
+    assert refused < second and LEASE_TTL > 0
+
+
+def test_operations_sent_are_those_that_reached_the_provider(store: StateStore) -> None:
+    store.insert_items([record(e, kind="charge") for e in ("sent", "settled", "new", "gone")]
+                       + [record("pay", kind="remittance")])
+    run_id = store.start_run(JOB, "job.yaml")
+    store.update_item("sent", provider_ref="PO1", destination_amount=Decimal("5"))
+    store.begin_attempt(run_id, "sent", "charge", {})
+    store.update_item("settled", provider_ref="PO2", outcome="settled")
+    store.update_item("new", provider_ref="PO1")
+    store.update_item("gone", provider_ref="PO1", outcome="failed")
+    store.update_item("pay", provider_ref="PO1", outcome="settled")
+    found = store.operations_sent(("charge", "refund", "cancel"))
+    assert sorted(r.external_id for r in found) == ["sent", "settled"]
+    assert [r.external_id for r in store.operations_sent(("charge",), "PO1")] == ["sent"]
+
+
+def test_only_unknown_or_conflicting_items_are_resolved_by_hand(store: StateStore) -> None:
+    store.insert_items([record("u"), record("s")])
+    store.update_item("u", outcome="unknown", step="final")
+    store.update_item("s", outcome="settled", step="final")
+    with pytest.raises(StateError, match="s is settled: only unknown or conflict items"):
+        store.resolve(JOB, "s", "failed", "checked")
+    with pytest.raises(StateError, match="x: no such item in job"):
+        store.resolve(JOB, "x", "failed", "checked")
+    store.resolve(JOB, "u", "settled", "found DONE in the back office")
+    u = store.item("u")
+    assert u is not None and (u.outcome, u.error_message) == (
+        "settled", "by hand: found DONE in the back office")
+    assert [(a.step, a.result) for a in store.attempts("u")] == [("resolve", "settled")]
