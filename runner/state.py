@@ -40,7 +40,7 @@ from typing import Any
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from runner.errors import StateError
+from runner.errors import LeaseHeld, StateError
 
 LEASE_TTL = 30.0
 migrations = Migrations("runner")
@@ -88,10 +88,6 @@ def _update_items(external_id: str, values: dict[str, Any]) -> tuple[str, list[A
 def now_iso() -> str:
     # On every write: isoformat is several times cheaper than strftime.
     return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-class LeaseHeld(StateError):
-    exit_code = 75
 
 
 class StateStore:

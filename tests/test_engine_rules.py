@@ -36,7 +36,7 @@ from engine_support import (
 )
 
 from runner.engine.flow import Entry
-from runner.provider.errors import (
+from runner.errors import (
     AlreadyConfirmed,
     AuthenticationError,
     BusinessRefusal,

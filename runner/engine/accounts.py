@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.engine.flow import Entry, Flow
+from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.accounts import AccountClient
-from runner.provider.errors import BusinessRefusal, ProviderError
 
 log = logging.getLogger("runner")
 WAITING = ("waitingforvalidation",)
@@ -120,7 +120,7 @@ class _AccountRequestFlow(Flow):
         for key, (account, currency) in drawn.items():
             try:
                 balance = self._available(account)
-            except InDoubt as exc:  # not readable (gone, forbidden): it covers nothing
+            except ItemInDoubt as exc:  # not readable (gone, forbidden): it covers nothing
                 log.warning("the AVAILABLE balance of %s cannot be read: %s", account, exc)
                 balance = {"amount": 0, "currency": currency}
             usable[key] = Decimal(balance["amount"]) if balance["currency"] == currency \
@@ -147,7 +147,7 @@ class _AccountRequestFlow(Flow):
                 return
             try:
                 found = self.read(lambda: self.find(ref))
-            except InDoubt:  # something is held under the reference: in doubt until read
+            except ItemInDoubt:  # something is held under the reference: in doubt until read
                 self.update(entry, intent=self.commit_step)
                 raise
             if found is None:
@@ -180,7 +180,7 @@ class _AccountRequestFlow(Flow):
     def _conflict(self, entry: Entry, message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _adopt(self, entry: Entry, found: dict[str, Any]) -> None:
         differs = self.differences(entry, found)

@@ -25,18 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from runner.engine.accounts import AccountTransferFlow, PayoutFlow
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown
+from runner.engine.flow import Entry, Flow
 from runner.engine.legacy_pay import LegacyPayFlow
 from runner.engine.merchant_payment import MerchantPaymentFlow
 from runner.engine.onboarding import OnboardingFlow
 from runner.engine.operations import CancelFlow, ChargeFlow, RefundFlow
 from runner.engine.payment_orders import PaymentOrderFlow
 from runner.engine.remittance import RemittanceFlow
-from runner.errors import RunnerError
+from runner.errors import (
+    ItemConflict,
+    ItemInDoubt,
+    LeaseHeld,
+    ProviderDown,
+    UnsupportedKind,
+)
 from runner.job import Job, ValidItem
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import LEASE_TTL, LeaseHeld, StateStore
+from runner.state import LEASE_TTL, StateStore
 from runner.validation import Report, validate_job
 
 log = logging.getLogger("runner")
@@ -65,10 +71,6 @@ class RunResult:
     report: Report | None = None
     refused: list[tuple[str, str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-
-
-class UnsupportedKind(RunnerError):
-    exit_code = 2
 
 
 # The pipeline of each kind, and the provider client it drives.
@@ -231,9 +233,9 @@ class _Phase:
                 # An answer no update recorded is recorded now; after an exception it is
                 # not: the call stays in doubt, for a lookup (or a person) to settle.
                 self.flow.close(entry)
-            except Conflict:
+            except ItemConflict:
                 log.warning("%s: conflict at the provider", entry.external_id)
-            except InDoubt as exc:
+            except ItemInDoubt as exc:
                 log.warning("%s: in doubt: %s", entry.external_id, exc)
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)

@@ -29,9 +29,14 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
+from runner.errors import (
+    BusinessRefusal,
+    PayAnswered,
+    PayRefused,
+    PayStatusUnknown,
+    ProviderError,
+)
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
-from runner.provider.errors import BusinessRefusal, ProviderError
-from runner.provider.legacy import PayAnswered, PayRefused, PayStatusUnknown
 
 STEP = "pay"
 CARD = "CardNumber"

@@ -34,9 +34,9 @@ import json
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.engine.flow import Entry, Flow
+from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
 from runner.job.collection import OnboardingItem
-from runner.provider.errors import BusinessRefusal, ProviderError
 from runner.provider.onboarding import OnboardingClient
 
 FOREIGN = "_foreign"  # a lookup's answer: it exists, and belongs to another integrator
@@ -117,7 +117,7 @@ class OnboardingFlow(Flow):
             if exc.code == USED:
                 try:
                     found = self.read(lookup)
-                except InDoubt:  # nothing was made by this call: it fails, to be tried again
+                except ItemInDoubt:  # nothing was made by this call: it fails, to be tried again
                     found = None
                 if found is not None:
                     return found
@@ -135,7 +135,7 @@ class OnboardingFlow(Flow):
     def _conflict(self, entry: Entry, message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _company(self, entry: Entry, chain: dict[str, Any]) -> bool:
         item: OnboardingItem = entry.item

@@ -32,9 +32,9 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
+from runner.errors import ProviderError
 from runner.job.collection import OperationItem
 from runner.provider.collection import CollectionClient, order_ref, reused_external_id
-from runner.provider.errors import ProviderError
 from runner.provider.retry import RetryPolicy
 from runner.state import StateStore
 from runner.validation.collection import (

@@ -37,10 +37,16 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt, mask
+from runner.engine.flow import Entry, Flow, mask
+from runner.errors import (
+    BusinessRefusal,
+    DuplicateExternalId,
+    ItemConflict,
+    ItemInDoubt,
+    ProviderError,
+)
 from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
-from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
 
@@ -157,7 +163,7 @@ class PaymentOrderFlow(Flow):
             entry.record["intent"] = None
             break
         else:
-            raise InDoubt(f"quotation: no answer after {self.policy.attempts} tries")
+            raise ItemInDoubt(f"quotation: no answer after {self.policy.attempts} tries")
         values: dict[str, Any] = {"step": "quoted", "intent": None, "outcome": "pending",
                                   "provider_ref": entry.external_id, "quotation_id": None,
                                   "expires_at": None, "error_code": None,
@@ -240,7 +246,7 @@ class PaymentOrderFlow(Flow):
                         transaction_id=order.get("id"),
                         error_message=f"payment order {entry.external_id} at the provider "
                                       f"({order.get('id')}) does not match this item")
-            raise Conflict(entry.external_id)
+            raise ItemConflict(entry.external_id)
 
     @staticmethod
     def _matches(item: PaymentOrderItem, external_id: str, order: dict[str, Any]) -> bool:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from runner.engine.flow import Conflict, Entry, Flow
-from runner.provider.errors import AlreadyConfirmed, ProviderError, QuotationExpired
+from runner.engine.flow import Entry, Flow
+from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
 from runner.provider.http import ext
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
@@ -147,7 +147,7 @@ class QuotedFlow(Flow):
         # The doubt is over: what the provider holds is known, and it is not this item.
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _expired(self, entry: Entry) -> bool:
         expires = entry.record.get("expires_at")

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from runner.errors import FieldProblem
 from runner.job.collection import (
     AccountTransferItem,
     CancelItem,
@@ -27,7 +28,7 @@ from runner.job.collection import (
     RefundItem,
 )
 from runner.job.document import Lines, line_at
-from runner.job.fields import Duration, FieldProblem, JobModel, parse_duration
+from runner.job.fields import Duration, JobModel, parse_duration
 from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
 from runner.job.money_transfer import RemittanceItem
 

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from runner.errors import JobError
+from runner.errors import JobError, NotFound, ProviderHTTPError
 from runner.job import Job, ValidItem, iter_items
 from runner.job.merchant_payment import MerchantPaymentItem
 from runner.job.money_transfer import RemittanceItem
 from runner.provider import Provider
-from runner.provider.errors import NotFound, ProviderHTTPError
 from runner.provider.retry import RetryPolicy
 from runner.validation import accounts, collection, legacy_pay, onboarding
 from runner.validation.rules import check_merchant_payment, check_remittance, source_estimate

@@ -17,8 +17,8 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from runner import rules
+from runner.errors import ProviderHTTPError
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
-from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
     from runner.validation import Catalogue, Read

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from runner import rules
+from runner.errors import ProviderHTTPError
 from runner.job.collection import OnboardingItem, PayoutBankAccount
-from runner.provider.errors import ProviderHTTPError
 
 if TYPE_CHECKING:
     from runner.validation import Catalogue, Read
