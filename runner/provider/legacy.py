@@ -63,7 +63,9 @@ def xml_request(order: Mapping[str, Any], credentials: Sequence[Mapping[str, str
     holder = ET.SubElement(root, "Credentials")
     for c in credentials:
         ET.SubElement(holder, "Credential", name=c["name"]).text = c["credential"]
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    # (typeshed types tostring by its encoding only for the default and "unicode".)
+    written: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return written
 
 
 def _fill(parent: ET.Element, values: Mapping[str, Any]) -> None:
