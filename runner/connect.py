@@ -12,33 +12,36 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from runner.job import Job
 from runner.provider import Provider, session_for
 from runner.provider.accounts import AccountClient
 from runner.provider.collection import CollectionClient
+from runner.provider.http import ProviderClient
 from runner.provider.legacy import LegacyPayClient
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
 
+Client = TypeVar("Client", bound=ProviderClient)
+
 
 def _clients(job: Job, base_url: str, pool: int) -> Provider:
     session = session_for(base_url, pool)
     p = job.provider
-    kw = dict(auth=p.auth, session=session, brand=p.brand, timeout=(5.0, float(p.timeout)))
     key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()
+
+    def make(cls: type[Client], auth: str = p.auth) -> Client:
+        return cls(base_url, key, secret, auth=auth, session=session, brand=p.brand,
+                   timeout=(5.0, float(p.timeout)))
+
     # The collection service and legacy Pay take Basic authentication only.
-    basic = {**kw, "auth": "basic"}
     provider = Provider(
-        base_url, MoneyTransferClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-        MerchantPaymentClient(base_url, key, secret, **kw),  # type: ignore[arg-type]
-        CollectionClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
-        AccountClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
-        OnboardingClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
-        LegacyPayClient(base_url, key, secret, **basic),  # type: ignore[arg-type]
-        session)
+        base_url, make(MoneyTransferClient), make(MerchantPaymentClient),
+        make(CollectionClient, "basic"), make(AccountClient, "basic"),
+        make(OnboardingClient, "basic"), make(LegacyPayClient, "basic"), session)
     if job.run.rate_limit is not None:
         throttle = Throttle(float(job.run.rate_limit))
         for client in provider.clients:

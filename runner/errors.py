@@ -1,26 +1,62 @@
-"""The one exception tree of runner; the command line turns it into messages and exit codes.
+"""The one exception tree of runner: every error it raises on purpose, drawn here and defined
+here (the sandbox's own errors are the emulated provider's answers, not runner's).
 
 ::
 
-    RunnerError                 exit_code 1; anything runner itself reports
-    ├── JobError                exit_code 2; one problem in a job file or its rows:
-    │                           file, row, field, message -> "FILE:ROW: FIELD: message"
-    ├── JobErrors               exit_code 2; every problem found, one JobError per line
-    ├── StateError              the state database (lease, schema, corruption)
-    ├── SummaryError            exit_code 3; the summary could not be rendered, written
-    │   │                       or emailed (the items' state is safe; see runner.summary)
-    │   └── EmailNotSent        the mail server could not be reached or refused the message
-    └── ProviderError           the provider's answers; its subtree lives in
-                                runner/provider/errors.py
+    RunnerError                    exit 1; anything runner reports on purpose
+    ├── JobError                   exit 2; one problem in a job file or its rows:
+    │                              "FILE:ROW: FIELD: message"
+    ├── JobErrors                  exit 2; every problem found, one JobError a line
+    ├── FieldProblem               a model validator's word on one field; a ValueError too,
+    │                              so that pydantic reports it (and runner.job makes it a JobError)
+    ├── UnsupportedKind            exit 2; the job's kind has no pipeline to run it
+    ├── StateError                 the state database (bad schema, corrupt file)
+    │   └── LeaseHeld              exit 75; another run holds the job's lease
+    ├── SummaryError               exit 3; the summary could not be rendered, written or
+    │   │                          emailed (the items' state is safe; see runner.summary)
+    │   └── EmailNotSent           the mail server could not be reached or refused the message
+    ├── ItemError                  the engine's verdict on one item's call; the run catches it
+    │   ├── ItemConflict           the provider holds something else under the external_id
+    │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
+    │   └── ProviderDown           exit 75; unreachable, or "later" after every retry: the
+    │                              run stops and resumes later
+    └── ProviderError              an answer (or none): status, code, message, endpoint,
+        │                          external_id, and its retry rule
+        ├── ProviderConnectionError  exit 75; no HTTP answer
+        │   ├── ConnectionRefused    never reached the provider: SAFE
+        │   ├── ResponseLost         sent, then the connection dropped: LOOKUP
+        │   └── ProviderTimeout      sent, no answer in time: LOOKUP
+        └── ProviderHTTPError        the provider answered with an error
+            ├── AuthenticationError  exit 2; credentials missing or refused: UNSAFE
+            ├── RateLimited          too many calls: SAFE after a wait
+            ├── ServiceUnavailable   exit 75; "retry later": SAFE after a wait
+            ├── ServerError          a technical error, status unknown: LOOKUP
+            │   └── PayStatusUnknown   the legacy Pay's 5000: its order may exist
+            ├── NotFound             no such resource: UNSAFE
+            ├── InvalidRequest       the request is malformed or invalid: UNSAFE
+            ├── DuplicateExternalId  the external_id is used: LOOKUP (fetch it, adopt it
+            │                        if it is the item's)
+            └── BusinessRefusal      every other refusal: UNSAFE (the item fails with the
+                │                    provider's code and message)
+                ├── AlreadyConfirmed       the transaction or payment is confirmed already
+                ├── QuotationExpired       the quotation can no longer be used
+                ├── InsufficientBalance    the balance does not cover the confirmation
+                ├── DuplicateWithoutLookup the external_id is used by a call that has no
+                │                          lookup (an operation, the Pay): a person checks
+                └── PayRefused             the legacy Pay's 3000: its order exists, Refused
 
-The library raises these and never prints or exits; only ``runner.cli`` reads
-``exit_code``, so the mapping from failure to exit status is declared next to each class
-(as click does) instead of in a table somewhere else.
+``exit_code`` is declared on each class (as click does) and read only by ``runner.cli``: the
+library raises these and never prints or exits. ``retry`` is what the exactly-once rules of
+DESIGN.md allow after a provider error: SAFE (send it again, same external_id), LOOKUP (look
+the resource up by its external_id before anything else) or UNSAFE (never again);
+``runner.provider.retry.decide`` reads it. Which answer is which class is decided in one
+place, ``runner.provider.errors.error_from_answer``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from enum import Enum
 
 
 class RunnerError(Exception):
@@ -86,8 +122,33 @@ class JobErrors(RunnerError):
         return len(self.errors)
 
 
+class FieldProblem(RunnerError, ValueError):
+    """A model validator's complaint about one of the model's fields.
+
+    Pydantic locates a model validator's error at the model itself; raising this instead
+    lets the message name the field a person has to fix (``source.amount``), not its parent.
+    It is a ValueError so that pydantic collects it with the other problems.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class UnsupportedKind(RunnerError):
+    """The job's kind has no pipeline that can run it."""
+
+    exit_code = 2
+
+
 class StateError(RunnerError):
     """The state database cannot be used as asked (lease held, bad schema, corrupt file)."""
+
+
+class LeaseHeld(StateError):
+    """Another live run holds the job's lease: try later (DESIGN.md rule 6)."""
+
+    exit_code = 75
 
 
 class SummaryError(RunnerError):
@@ -104,5 +165,162 @@ class EmailNotSent(SummaryError):
     """The summary email did not go out: server unreachable, login refused, message refused."""
 
 
+class ItemError(RunnerError):
+    """What the engine makes of one item's call when it cannot simply go on; the run
+    catches these per item, and they never leave it."""
+
+
+class ItemConflict(ItemError):
+    """The provider holds something under this external_id that is not this item."""
+
+
+class ItemInDoubt(ItemError):
+    """A call's outcome could not be learnt, even by lookup: try again in a later run."""
+
+
+class ProviderDown(ItemError):
+    """The provider cannot be reached (or keeps answering "later"): stop, resume later."""
+
+    exit_code = 75
+
+
+class Retry(Enum):
+    """What the exactly-once rules allow after a provider error."""
+
+    SAFE = "safe"  # nothing was done: send the same request again, after a wait
+    LOOKUP = "lookup"  # it may have been done: look it up by external_id first
+    UNSAFE = "unsafe"  # never send it again
+
+
 class ProviderError(RunnerError):
-    """Base of the provider's errors; the tree itself lives in runner/provider/errors.py."""
+    """The provider failed a call: no answer, or an answer that says no.
+
+    Carries what a person or the engine needs: the HTTP ``status`` (None without an
+    answer), the provider's ``code`` and ``message``, the ``endpoint`` ("POST /v1/..."),
+    the ``external_id`` the call was about, and (on the class) its ``retry`` rule.
+    """
+
+    retry = Retry.UNSAFE
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
+                 endpoint: str = "", external_id: str | None = None) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        self.endpoint = endpoint
+        self.external_id = external_id
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = f" ({self.endpoint})" if self.endpoint else ""
+        code = f"{self.code} " if self.code else ""
+        return f"{code}{self.message}{where}"
+
+
+class ProviderConnectionError(ProviderError):
+    """No HTTP answer came back; the subclasses say whether the request left."""
+
+    exit_code = 75
+
+
+class ConnectionRefused(ProviderConnectionError):
+    """The request never left: the connection was refused, the provider's name did not
+    resolve, or its TLS certificate is not trusted. Nothing can have been done."""
+
+    retry = Retry.SAFE
+
+
+class ResponseLost(ProviderConnectionError):
+    """The connection dropped after the request was sent: the provider may have done it."""
+
+    retry = Retry.LOOKUP
+
+
+class ProviderTimeout(ProviderConnectionError):
+    """The request was sent and no answer came in time (the read timeout ran out): the
+    provider may still be doing it."""
+
+    retry = Retry.LOOKUP
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered, with an error status or an error ReturnCode."""
+
+
+class AuthenticationError(ProviderHTTPError):
+    """The credentials are missing or refused: fix them before anything else."""
+
+    exit_code = 2
+
+
+class RateLimited(ProviderHTTPError):
+    """429: too many calls for the provider; this one was not done."""
+
+    retry = Retry.SAFE
+
+
+class ServiceUnavailable(ProviderHTTPError):
+    """The provider (or a remote payment server) says "retry later"; nothing was done."""
+
+    retry = Retry.SAFE
+    exit_code = 75
+
+
+class ServerError(ProviderHTTPError):
+    """A technical error: the request may or may not have been carried out."""
+
+    retry = Retry.LOOKUP
+
+
+class PayAnswered:
+    """What an answered legacy Pay said besides its code: the order it made, its status."""
+
+    payment_order_id: int | None = None
+    order_status: str | None = None
+
+
+class PayStatusUnknown(PayAnswered, ServerError):
+    """The legacy Pay's 5000: a remote technical error; the order may exist (Error), its
+    fate is unknown."""
+
+
+class NotFound(ProviderHTTPError):
+    pass
+
+
+class InvalidRequest(ProviderHTTPError):
+    """The request is malformed, or a value in it is invalid: fix the item."""
+
+
+class DuplicateExternalId(ProviderHTTPError):
+    """The external_id was used before: fetch what holds it, adopt it if it is the item."""
+
+    retry = Retry.LOOKUP
+
+
+class BusinessRefusal(ProviderHTTPError):
+    """The provider refuses by its business rules; the item fails with its code and
+    message."""
+
+
+class AlreadyConfirmed(BusinessRefusal):
+    pass
+
+
+class QuotationExpired(BusinessRefusal):
+    """The quotation expired (or can no longer be used for a confirmation)."""
+
+
+class InsufficientBalance(BusinessRefusal):
+    pass
+
+
+class DuplicateWithoutLookup(BusinessRefusal):
+    """The external_id was used before, by a call that cannot be looked up by it (a charge,
+    refund or cancel, the legacy Pay): never sent again, a person checks (DESIGN.md rule
+    5)."""
+
+
+class PayRefused(PayAnswered, BusinessRefusal):
+    """The legacy Pay's 3000: the card (or the remote server) refused; the order exists,
+    Refused."""

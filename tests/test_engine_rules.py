@@ -35,16 +35,23 @@ from engine_support import (
     write_job,
 )
 
+from runner import errors
 from runner.engine.flow import Entry
-from runner.provider.errors import (
+from runner.errors import (
     AlreadyConfirmed,
     AuthenticationError,
     BusinessRefusal,
     ConnectionRefused,
     DuplicateExternalId,
+    DuplicateWithoutLookup,
     InsufficientBalance,
     InvalidRequest,
     NotFound,
+    PayRefused,
+    PayStatusUnknown,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
     ProviderTimeout,
     QuotationExpired,
     RateLimited,
@@ -504,6 +511,12 @@ PROVIDER_ERRORS = [
     (AlreadyConfirmed, Decision.STOP, Decision.STOP),
     (QuotationExpired, Decision.STOP, Decision.STOP),
     (InsufficientBalance, Decision.STOP, Decision.STOP),
+    (DuplicateWithoutLookup, Decision.STOP, Decision.STOP),
+    (PayRefused, Decision.STOP, Decision.STOP),
+    (PayStatusUnknown, Decision.RETRY, Decision.LOOKUP),
+    (ProviderError, Decision.STOP, Decision.STOP),
+    (ProviderConnectionError, Decision.STOP, Decision.STOP),
+    (ProviderHTTPError, Decision.STOP, Decision.STOP),
 ]
 
 
@@ -512,6 +525,12 @@ PROVIDER_ERRORS = [
 def test_decide(error: type[Exception], read: Decision, write: Decision) -> None:
     exc = error("x")
     assert (decide(exc, idempotent=True), decide(exc, idempotent=False)) == (read, write)
+
+
+def test_decide_is_known_for_every_provider_error() -> None:
+    tree = {cls for cls in vars(errors).values()
+            if isinstance(cls, type) and issubclass(cls, ProviderError)}
+    assert tree == {error for error, _, _ in PROVIDER_ERRORS}
 
 
 def test_decide_stops_on_anything_that_is_not_the_providers() -> None:

@@ -27,8 +27,8 @@ from conftest import KEY, SECRET, Admin, Api
 from engine_support import cli, items, out_lines, posts, run
 
 from runner.engine.accounts import reference_reused
+from runner.errors import BusinessRefusal
 from runner.provider.accounts import AccountClient
-from runner.provider.errors import BusinessRefusal
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
 

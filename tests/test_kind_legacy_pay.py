@@ -24,22 +24,19 @@ import pytest
 from conftest import KEY, SECRET, Admin, Api, body
 from engine_support import cli, err_lines, items, out_lines, run
 
-from runner.provider.errors import (
+from runner.errors import (
     AuthenticationError,
     BusinessRefusal,
     InvalidRequest,
     NotFound,
+    PayRefused,
+    PayStatusUnknown,
     ServerError,
     ServiceUnavailable,
 )
-from runner.provider.legacy import (
-    LegacyPayClient,
-    PayRefused,
-    PayStatusUnknown,
-    error_from_return_code,
-    read_answer,
-    xml_request,
-)
+from runner.provider.errors import error_from_answer
+from runner.provider.legacy import PAY as PAY_PATH
+from runner.provider.legacy import LegacyPayClient, read_answer, xml_request
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
 
@@ -463,9 +460,9 @@ def _attempts_of(state: Path, external_id: str) -> list[dict[str, Any]]:
     (9500, 500, ServerError, "lookup")])
 def test_return_codes_map_onto_the_error_tree(code: int, status: int, error: type[Exception],
                                               retry: str) -> None:
-    found = error_from_return_code(status, {"ReturnCode": code, "ReturnMessage": "m",
-                                            "PaymentOrderId": 7, "Status": "Refused"},
-                                   "POST /Pay", "x")
+    found = error_from_answer(status, {"ReturnCode": code, "ReturnMessage": "m",
+                                       "PaymentOrderId": 7, "Status": "Refused"},
+                              f"POST {PAY_PATH}", "x")
     assert type(found) is error and found.retry.value == retry
     assert (found.code, found.message, found.status) == (str(code), "m", status)
     if isinstance(found, PayRefused | PayStatusUnknown):
@@ -476,7 +473,7 @@ def test_return_codes_map_onto_the_error_tree(code: int, status: int, error: typ
                                                (503, ServiceUnavailable), (400, BusinessRefusal)])
 def test_an_unreadable_answer_is_judged_by_its_http_status(status: int,
                                                            error: type[Exception]) -> None:
-    assert type(error_from_return_code(status, None, "POST /Pay", None)) is error
+    assert type(error_from_answer(status, None, f"POST {PAY_PATH}", None)) is error
 
 
 def test_xml_is_written_and_read_back() -> None:

@@ -16,7 +16,7 @@ import pytest
 import requests
 from conftest import KEY, SECRET, Admin
 
-from runner.provider.errors import (
+from runner.errors import (
     AlreadyConfirmed,
     AuthenticationError,
     BusinessRefusal,
@@ -32,8 +32,8 @@ from runner.provider.errors import (
     Retry,
     ServerError,
     ServiceUnavailable,
-    error_from_answer,
 )
+from runner.provider.errors import error_from_answer
 from runner.provider.http import ext
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient

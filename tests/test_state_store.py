@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import StateError
-from runner.state import LEASE_TTL, ItemRecord, LeaseHeld, StateStore, open_store
+from runner.errors import LeaseHeld, StateError
+from runner.state import LEASE_TTL, ItemRecord, StateStore, open_store
 
 JOB = "pay-2026-11"
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn, TypeVar
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.engine.flow import Entry, Flow
+from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.accounts import AccountClient
-from runner.provider.errors import BusinessRefusal, ProviderError
 from runner.state import ItemChanges
 
 log = logging.getLogger("runner")
@@ -121,7 +121,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
         for key, (account, currency) in drawn.items():
             try:
                 balance = self._available(account)
-            except InDoubt as exc:  # not readable (gone, forbidden): it covers nothing
+            except ItemInDoubt as exc:  # not readable (gone, forbidden): it covers nothing
                 log.warning("the AVAILABLE balance of %s cannot be read: %s", account, exc)
                 balance = {"amount": 0, "currency": currency}
             usable[key] = Decimal(balance["amount"]) if balance["currency"] == currency \
@@ -148,7 +148,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
                 return
             try:
                 found = self.read(lambda: self.find(ref))
-            except InDoubt:  # something is held under the reference: in doubt until read
+            except ItemInDoubt:  # something is held under the reference: in doubt until read
                 self.update(entry, intent=self.commit_step)
                 raise
             if found is None:
@@ -181,7 +181,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     def _conflict(self, entry: Entry[RequestT], message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _adopt(self, entry: Entry[RequestT], found: dict[str, Any]) -> None:
         differs = self.differences(entry, found)

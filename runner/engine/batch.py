@@ -26,13 +26,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt, ProviderDown, Run
+from runner.engine.flow import Entry, Flow, Run
+from runner.errors import ItemConflict, ItemInDoubt, LeaseHeld, ProviderDown
 from runner.job import Job, ValidItem
 from runner.job.fields import JobModel
 from runner.kinds import kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import LEASE_TTL, ItemRecord, LeaseHeld, StateStore, open_store
+from runner.state import LEASE_TTL, ItemRecord, StateStore, open_store
 from runner.summary.model import Summary, build_summary, run_times
 from runner.validation import Report, validate_job
 
@@ -211,9 +212,9 @@ class _Phase:
                 # An answer no update recorded is recorded now; after an exception it is
                 # not: the call stays in doubt, for a lookup (or a person) to settle.
                 self.flow.close(entry)
-            except Conflict:
+            except ItemConflict:
                 log.warning("%s: conflict at the provider", entry.external_id)
-            except InDoubt as exc:
+            except ItemInDoubt as exc:
                 log.warning("%s: in doubt: %s", entry.external_id, exc)
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)

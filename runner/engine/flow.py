@@ -22,31 +22,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, TypeVar, Unpack
 
-from runner.job.fields import JobModel
-from runner.provider.errors import (
+from runner.errors import (
     DuplicateExternalId,
+    ItemInDoubt,
     ProviderConnectionError,
+    ProviderDown,
     ProviderError,
     Retry,
 )
+from runner.job.fields import JobModel
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.state import ItemChanges, ItemRecord, StateStore
 
 ItemT = TypeVar("ItemT", bound=JobModel)
 ClientT = TypeVar("ClientT")
 T = TypeVar("T")
-
-
-class Conflict(Exception):
-    """The provider holds something under this external_id that is not this item."""
-
-
-class InDoubt(Exception):
-    """A call's outcome could not be learnt, even by lookup: try again in a later run."""
-
-
-class ProviderDown(Exception):
-    """The provider cannot be reached (or keeps answering "later"): stop, resume later."""
 
 
 def _down(exc: ProviderError) -> bool:
@@ -130,14 +120,14 @@ class Flow(Generic[ItemT, ClientT]):
         except ProviderError as exc:
             if _down(exc):
                 raise ProviderDown(str(exc)) from exc
-            raise InDoubt(f"lookup failed: {exc}") from exc
+            raise ItemInDoubt(f"lookup failed: {exc}") from exc
 
     def _post(self, entry: Entry[ItemT], step: str, request: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any:
         """Send a POST once its intent is committed; resolve doubt by ``lookup``.
 
         Returns the provider's object (answered, or found by lookup). Business refusals are
-        raised for the caller; an unresolvable doubt raises InDoubt (the intent stays)."""
+        raised for the caller; an unresolvable doubt raises ItemInDoubt (the intent stays)."""
         self.close(entry)
         for _ in range(self.policy.attempts):
             attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
@@ -148,7 +138,7 @@ class Flow(Generic[ItemT, ClientT]):
                 self._end(attempt, entry, "error", exc, resolved=False)
                 found = self.read(lookup)
                 if found is None:
-                    raise InDoubt(f"{exc.code} yet not found by external_id") from exc
+                    raise ItemInDoubt(f"{exc.code} yet not found by external_id") from exc
                 return found
             except ProviderError as exc:
                 if decide(exc, idempotent=False) is not Decision.LOOKUP:
@@ -161,7 +151,7 @@ class Flow(Generic[ItemT, ClientT]):
                 continue  # clearly not found: the same POST, same external_id, again
             entry.answered = attempt  # recorded with what the caller makes of the answer
             return answer
-        raise InDoubt(f"{step}: no answer after {self.policy.attempts} tries")
+        raise ItemInDoubt(f"{step}: no answer after {self.policy.attempts} tries")
 
     def _end(self, attempt: int, entry: Entry[ItemT], result: str, exc: ProviderError,
              resolved: bool = True) -> None:

@@ -29,9 +29,15 @@ from decimal import Decimal
 from typing import Any, Unpack
 
 from runner.engine.flow import Entry, Flow
+from runner.errors import (
+    BusinessRefusal,
+    PayAnswered,
+    PayRefused,
+    PayStatusUnknown,
+    ProviderError,
+)
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
-from runner.provider.errors import BusinessRefusal, ProviderError
-from runner.provider.legacy import LegacyPayClient, PayAnswered, PayRefused, PayStatusUnknown
+from runner.provider.legacy import LegacyPayClient
 from runner.state import ItemChanges
 
 STEP = "pay"

@@ -34,9 +34,9 @@ import json
 from collections.abc import Callable
 from typing import Any, NoReturn, Unpack
 
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.engine.flow import Entry, Flow
+from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
 from runner.job.collection import OnboardingItem
-from runner.provider.errors import BusinessRefusal, ProviderError
 from runner.provider.onboarding import OnboardingClient
 from runner.state import ItemChanges
 
@@ -118,7 +118,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
             if exc.code == USED:
                 try:
                     found = self.read(lookup)
-                except InDoubt:  # nothing was made by this call: it fails, to be tried again
+                except ItemInDoubt:  # nothing was made by this call: it fails, to be tried again
                     found = None
                 if found is not None:
                     return found
@@ -136,7 +136,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
     def _conflict(self, entry: Entry[OnboardingItem], message: str) -> NoReturn:
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _company(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
         item = entry.item

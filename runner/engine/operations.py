@@ -32,9 +32,9 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow, Run
+from runner.errors import ProviderError
 from runner.job.collection import OperationItem
 from runner.provider.collection import CollectionClient, order_ref, reused_external_id
-from runner.provider.errors import ProviderError
 from runner.state import ItemChanges
 from runner.validation.collection import (
     NOUNS,

@@ -38,10 +38,16 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import mask
-from runner.engine.flow import Conflict, Entry, Flow, InDoubt
+from runner.engine.flow import Entry, Flow
+from runner.errors import (
+    BusinessRefusal,
+    DuplicateExternalId,
+    ItemConflict,
+    ItemInDoubt,
+    ProviderError,
+)
 from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
-from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
 from runner.state import ItemChanges
@@ -157,7 +163,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             entry.record.intent = None
             break
         else:
-            raise InDoubt(f"quotation: no answer after {self.policy.attempts} tries")
+            raise ItemInDoubt(f"quotation: no answer after {self.policy.attempts} tries")
         values: ItemChanges = {} if quotation is None else {
             **self._amounts(quotation), "quotation_id": quotation["id"],
             "expires_at": quotation["expiration_date"]}
@@ -241,7 +247,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
                         transaction_id=order.get("id"),
                         error_message=f"payment order {entry.external_id} at the provider "
                                       f"({order.get('id')}) does not match this item")
-            raise Conflict(entry.external_id)
+            raise ItemConflict(entry.external_id)
 
     @staticmethod
     def _matches(item: PaymentOrderItem, external_id: str, order: dict[str, Any]) -> bool:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NoReturn, Protocol, TypeVar
 
-from runner.engine.flow import Conflict, Entry, Flow, ItemT
-from runner.provider.errors import AlreadyConfirmed, ProviderError, QuotationExpired
+from runner.engine.flow import Entry, Flow, ItemT
+from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
 from runner.provider.http import ext
 from runner.state import ItemChanges
 
@@ -154,7 +154,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         # The doubt is over: what the provider holds is known, and it is not this item.
         self.update(entry, outcome="conflict", error_code="conflict", intent=None,
                     error_message=message)
-        raise Conflict(entry.external_id)
+        raise ItemConflict(entry.external_id)
 
     def _expired(self, entry: Entry[ItemT]) -> bool:
         expires = entry.record.expires_at

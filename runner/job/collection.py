@@ -17,7 +17,8 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from runner.job.fields import Amount, FieldProblem, JobModel, Text
+from runner.errors import FieldProblem
+from runner.job.fields import Amount, JobModel, Text
 
 
 class Money(JobModel):

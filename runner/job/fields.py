@@ -17,21 +17,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from runner.errors import FieldProblem
+
 
 class JobModel(BaseModel):
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, frozen=True)
-
-
-class FieldProblem(ValueError):
-    """A model validator's complaint about one of the model's fields.
-
-    Pydantic locates a model validator's error at the model itself; raising this instead
-    lets the message name the field a person has to fix (``source.amount``), not its parent.
-    """
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(message)
 
 
 def exact_decimal(value: Any) -> Decimal:

@@ -19,8 +19,9 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from runner.errors import FieldProblem
 from runner.job import fields
-from runner.job.fields import Amount, FieldProblem, JobModel, Text, require_amount
+from runner.job.fields import Amount, JobModel, Text, require_amount
 from runner.job.money_transfer import Party
 
 Gender = Literal["MALE", "FEMALE"]

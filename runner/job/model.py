@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from runner.errors import FieldProblem
 from runner.job.document import Lines, line_at
-from runner.job.fields import Duration, FieldProblem, JobModel, parse_duration
+from runner.job.fields import Duration, JobModel, parse_duration
 from runner.kinds import kinds
 
 

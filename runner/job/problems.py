@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
 
+from runner.errors import FieldProblem
 from runner.job.document import Location
-from runner.job.fields import FieldProblem
 
 # Fields whose input is never repeated in a message: keys, passwords, legacy Pay credentials.
 _SECRET_PARTS = {"api_key", "api_secret", "password", "credential", "credential_env"}

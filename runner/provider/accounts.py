@@ -10,6 +10,7 @@ None only when the provider clearly says there is no such request.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partialmethod
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +20,8 @@ from runner.provider.http import ProviderClient
 BALANCE_PATHS = {"AVAILABLE": "available", "EXPECTED": "expected",
                  "WAITING_FOR_VALIDATION": "waitingforvalidation", "UP_TO_DATE": "uptodate"}
 MAX_PER_PAGE = 100
+# The two kinds of request an account makes, by the path of each.
+REQUEST_PATHS = {"transfer": "transfer-requests", "payout": "payout-requests"}
 
 
 def segment(value: str) -> str:
@@ -60,26 +63,23 @@ class AccountClient(ProviderClient):
             header = answer.headers.get("X-Next-Page")
             following = int(header) if header else None
 
-    # transfer requests
-    def create_transfer_request(self, body: dict[str, Any]) -> Any:
-        return self.request("POST", "/transfer-requests", body=body,
+    # transfer requests and payout requests, alike but for their path
+    def create_request(self, kind: str, body: dict[str, Any]) -> Any:
+        """A request of ``kind`` (a key of ``REQUEST_PATHS``); its ``external_reference``
+        is the external id it is found again by."""
+        return self.request("POST", f"/{REQUEST_PATHS[kind]}", body=body,
                             external_id=body.get("external_reference")).body
 
-    def transfer_request(self, reference: str) -> Any:
-        """A transfer request by its external reference (the sandbox also takes its id)."""
-        return self.get(f"/transfer-requests/{segment(reference)}")
+    def retrieve_request(self, kind: str, reference: str) -> Any:
+        """A request by its external reference (the sandbox also takes its id)."""
+        return self.get(f"/{REQUEST_PATHS[kind]}/{segment(reference)}")
 
-    def find_transfer_request(self, reference: str) -> Any | None:
-        return self.find(f"/transfer-requests/{segment(reference)}")
+    def find_request(self, kind: str, reference: str) -> Any | None:
+        return self.find(f"/{REQUEST_PATHS[kind]}/{segment(reference)}")
 
-    # payout requests
-    def create_payout_request(self, body: dict[str, Any]) -> Any:
-        return self.request("POST", "/payout-requests", body=body,
-                            external_id=body.get("external_reference")).body
-
-    def payout_request(self, reference: str) -> Any:
-        """A payout request by its external reference (the sandbox also takes its id)."""
-        return self.get(f"/payout-requests/{segment(reference)}")
-
-    def find_payout_request(self, reference: str) -> Any | None:
-        return self.find(f"/payout-requests/{segment(reference)}")
+    create_transfer_request = partialmethod(create_request, "transfer")
+    transfer_request = partialmethod(retrieve_request, "transfer")
+    find_transfer_request = partialmethod(find_request, "transfer")
+    create_payout_request = partialmethod(create_request, "payout")
+    payout_request = partialmethod(retrieve_request, "payout")
+    find_payout_request = partialmethod(find_request, "payout")

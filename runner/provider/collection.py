@@ -5,40 +5,26 @@ refund, cancel), under ``/v1/payment`` (spec/collection-service.md).
 ``ext(external_id)``; an external id is always sent in its ``ext-`` form, so one that looks
 like an id (or starts with ``ext-``) is still read as an external id.
 
-The service answers a reused external id with the generic 2001201 ("External ID has already
-been used"). For quotations and payment orders, whose creation is resolved by a lookup, that
-answer is raised as ``DuplicateExternalId`` (look it up, adopt it if it matches), like the
-money transfer service's 1007001. Operations have no lookup by external id: there it stays a
-``BusinessRefusal`` and ``reused_external_id`` tells it apart.
+The service answers a reused external id with its generic 2001201 ("External ID has already
+been used"): ``runner.provider.errors`` makes it a ``DuplicateExternalId`` for quotations and
+payment orders, which a lookup resolves (as the money transfer service's 1007001), and a
+``DuplicateWithoutLookup`` for operations, which have no lookup by external id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from runner.provider.errors import BusinessRefusal, DuplicateExternalId, ProviderError
+from runner.errors import DuplicateWithoutLookup, ProviderError
 from runner.provider.http import ProviderClient, ext
 
 OPERATION_PATHS = {"charge": "charges", "refund": "refunds", "cancel": "cancellations"}
 
 
 def reused_external_id(error: ProviderError) -> bool:
-    """True for the service's "External ID has already been used" refusal."""
-    return error.code == "2001201" and error.message.startswith(
-        "External ID has already been used")
-
-
-def _adoptable(create: Callable[[], Any]) -> Any:
-    try:
-        return create()
-    except BusinessRefusal as exc:
-        if reused_external_id(exc):
-            raise DuplicateExternalId(exc.message, status=exc.status, code=exc.code,
-                                      endpoint=exc.endpoint,
-                                      external_id=exc.external_id) from None
-        raise
+    """True when an operation was refused because its external id is used already."""
+    return isinstance(error, DuplicateWithoutLookup)
 
 
 class CollectionClient(ProviderClient):
@@ -49,21 +35,20 @@ class CollectionClient(ProviderClient):
 
     # ------------------------------------------------------------ quotations
     def create_quotation(self, body: dict[str, Any]) -> Any:
-        return _adoptable(lambda: self.request("POST", "/quotations", body=body,
-                                               external_id=body.get("external_id")).body)
+        return self.request("POST", "/quotations", body=body,
+                            external_id=body.get("external_id")).body
 
     # ------------------------------------------------------------ payment orders
     def create_payment_order(self, body: dict[str, Any]) -> Any:
         """A payment order created directly (its page does not convert currency)."""
-        return _adoptable(lambda: self.request("POST", "/payment-orders", body=body,
-                                               external_id=body.get("external_id")).body)
+        return self.request("POST", "/payment-orders", body=body,
+                            external_id=body.get("external_id")).body
 
     def create_payment_order_from_quotation(self, quotation_ref: str,
                                             body: dict[str, Any]) -> Any:
         """A payment order from a quotation (its id, or ``ext(external_id)``)."""
-        return _adoptable(lambda: self.request(
-            "POST", f"/quotations/{quotation_ref}/payment-orders", body=body,
-            external_id=body.get("external_id")).body)
+        return self.request("POST", f"/quotations/{quotation_ref}/payment-orders", body=body,
+                            external_id=body.get("external_id")).body
 
     def payment_order(self, order_ref: str) -> Any:
         return self.get(f"/payment-orders/{order_ref}")

@@ -1,127 +1,48 @@
-"""The provider's failures as one tree, and the one function that maps an answer to it.
+"""Which error a provider's answer means: the one function that maps an answer onto the
+exception tree of ``runner.errors`` (as stripe-python's ``specific_v1_api_error`` does).
 
-::
+Every client's failed answer goes through ``error_from_answer``: the JSON services' error
+bodies (``{"errors": [{"code", "message"}]}``) and the legacy Pay's fields (``ReturnCode``,
+``ReturnMessage``, ``PaymentOrderId``, ``Status``; spec/README.md) alike. What the tables
+below decide, no caller decides again:
 
-    ProviderError (runner.errors)        status, code, message, endpoint, external_id, retry
-    ├── ProviderConnectionError          no HTTP answer
-    │   ├── ConnectionRefused            never reached the provider: retry is SAFE
-    │   ├── ResponseLost                 sent, then the connection dropped: LOOKUP first
-    │   └── ProviderTimeout              sent, no answer in time: LOOKUP first
-    └── ProviderHTTPError                an HTTP answer with the provider's error body
-        ├── AuthenticationError          401 / 1000401: UNSAFE (fix the credentials)
-        ├── RateLimited                  429: SAFE after a wait
-        ├── ServiceUnavailable           503, 2001501: SAFE after a wait
-        ├── ServerError                  other 5xx, 2001401: in doubt, LOOKUP first
-        ├── NotFound                     1000404, 1008002, 1008004, 1005002: UNSAFE
-        ├── InvalidRequest               1000999, 1000400, 1001001, 2001101: UNSAFE
-        ├── DuplicateExternalId          1007001: LOOKUP (fetch it, adopt it if it matches)
-        └── BusinessRefusal              every other refusal (2001201, 2001301 ...): UNSAFE
-            ├── AlreadyConfirmed         1007002
-            ├── QuotationExpired         1008003, 1007004
-            └── InsufficientBalance      1007005
-
-``retry`` is what the exactly-once rules allow: SAFE (send again, same external_id), LOOKUP
-(look the resource up by its external_id before anything else) or UNSAFE (never again).
+- by code: ``BY_CODE`` for the JSON services, ``BY_RETURN_CODE`` for the legacy Pay;
+- by status, where the code says nothing: 429, 503, 5xx, 401, 404;
+- by code and message (``BY_MESSAGE``), where one code covers many business rules:
+  collection-service.md has no code of its own for a reused external_id, so the service
+  answers it with 2001201 ("operation not allowed", every business rule) worded "External
+  ID has already been used: ..." (README), and the Pay passes it on as 2500. That wording
+  makes it a ``DuplicateExternalId`` (fetch it, adopt it) where the call has a lookup by
+  external_id, and a ``DuplicateWithoutLookup`` (a person checks) where it has none
+  (``WITHOUT_LOOKUP``). Any other 2001201 stays a ``BusinessRefusal`` with its message.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from runner.errors import ProviderError as _Base
+from runner.errors import (
+    AlreadyConfirmed,
+    AuthenticationError,
+    BusinessRefusal,
+    DuplicateExternalId,
+    DuplicateWithoutLookup,
+    InsufficientBalance,
+    InvalidRequest,
+    NotFound,
+    PayAnswered,
+    PayRefused,
+    PayStatusUnknown,
+    ProviderHTTPError,
+    QuotationExpired,
+    RateLimited,
+    ServerError,
+    ServiceUnavailable,
+)
 
-
-class Retry(Enum):
-    SAFE = "safe"
-    LOOKUP = "lookup"
-    UNSAFE = "unsafe"
-
-
-class ProviderError(_Base):
-    retry = Retry.UNSAFE
-    exit_code = 1
-
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
-                 endpoint: str = "", external_id: str | None = None) -> None:
-        self.status = status
-        self.code = code
-        self.message = message
-        self.endpoint = endpoint
-        self.external_id = external_id
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        where = f" ({self.endpoint})" if self.endpoint else ""
-        code = f"{self.code} " if self.code else ""
-        return f"{code}{self.message}{where}"
-
-
-class ProviderConnectionError(ProviderError):
-    exit_code = 75
-
-
-class ConnectionRefused(ProviderConnectionError):
-    retry = Retry.SAFE
-
-
-class ResponseLost(ProviderConnectionError):
-    retry = Retry.LOOKUP
-
-
-class ProviderTimeout(ProviderConnectionError):
-    retry = Retry.LOOKUP
-
-
-class ProviderHTTPError(ProviderError):
-    pass
-
-
-class AuthenticationError(ProviderHTTPError):
-    exit_code = 2
-
-
-class RateLimited(ProviderHTTPError):
-    retry = Retry.SAFE
-
-
-class ServiceUnavailable(ProviderHTTPError):
-    retry = Retry.SAFE
-    exit_code = 75
-
-
-class ServerError(ProviderHTTPError):
-    retry = Retry.LOOKUP
-
-
-class NotFound(ProviderHTTPError):
-    pass
-
-
-class InvalidRequest(ProviderHTTPError):
-    pass
-
-
-class DuplicateExternalId(ProviderHTTPError):
-    retry = Retry.LOOKUP
-
-
-class BusinessRefusal(ProviderHTTPError):
-    pass
-
-
-class AlreadyConfirmed(BusinessRefusal):
-    pass
-
-
-class QuotationExpired(BusinessRefusal):
-    pass
-
-
-class InsufficientBalance(BusinessRefusal):
-    pass
-
-
+# The JSON services' codes (documents 1 to 3) that name their error on their own.
 BY_CODE: dict[str, type[ProviderHTTPError]] = {
     "1000401": AuthenticationError,
     "1000404": NotFound, "1008002": NotFound, "1008004": NotFound, "1005002": NotFound,
@@ -135,27 +56,91 @@ BY_CODE: dict[str, type[ProviderHTTPError]] = {
     "2001501": ServiceUnavailable,
 }
 
+# The legacy Pay's ReturnCodes (spec/README.md); 1000 is success and never comes here.
+BY_RETURN_CODE: dict[str, type[ProviderHTTPError]] = {
+    "2000": InvalidRequest, "9400": InvalidRequest, "9405": InvalidRequest,
+    "2500": BusinessRefusal, "3000": PayRefused, "5000": PayStatusUnknown,
+    "5050": ServiceUnavailable, "9401": AuthenticationError, "9403": AuthenticationError,
+    "9404": NotFound, "9500": ServerError,
+}
+
+# Codes that stand for many business rules ("operation not allowed"), told apart by how the
+# message starts: (code, start) -> (the class where the call has a lookup by external_id,
+# the class where it has none). Only an answer that is otherwise a BusinessRefusal is read so.
+REUSED = "External ID has already been used"
+BY_MESSAGE: dict[tuple[str, str], tuple[type[ProviderHTTPError], type[ProviderHTTPError]]] = {
+    ("2001201", REUSED): (DuplicateExternalId, DuplicateWithoutLookup),
+    ("2500", REUSED): (DuplicateExternalId, DuplicateWithoutLookup),
+}
+# The calls with no lookup by external_id (DESIGN.md rule 5): the collection service's
+# operations (collection.OPERATION_PATHS) and the legacy Pay (legacy.PAY, whose
+# MerchantOrder.Id is its external_id).
+WITHOUT_LOOKUP = re.compile(
+    r"POST (/v1/payment/payment-orders/[^/]+/(charges|refunds|cancellations)"
+    r"|/Rest/V40/PaymentOrder/Pay)")
+LEGACY_API = "/Rest/"  # answers in ReturnCodes, not in error bodies
+
 
 def error_from_answer(status: int, body: Any, endpoint: str,
                       external_id: str | None = None) -> ProviderHTTPError:
-    """The error an HTTP answer means, from its status and the provider's error body."""
-    code, message = None, f"HTTP {status}"
-    errors = body.get("errors") if isinstance(body, dict) else None
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        code = str(errors[0].get("code")) if errors[0].get("code") is not None else None
-        message = str(errors[0].get("message") or message)
-    if status == 429:
-        cls: type[ProviderHTTPError] = RateLimited
+    """The error an answer other than success means, from its HTTP status and its body
+    (None when it cannot be read); ``endpoint`` is "METHOD /path" as sent."""
+    legacy = endpoint.partition(" ")[2].startswith(LEGACY_API)
+    code, message = (_return_code if legacy else _error_code)(body)
+    message = message or f"HTTP {status}"
+    cls: type[ProviderHTTPError]
+    if legacy and code in BY_RETURN_CODE:
+        cls = BY_RETURN_CODE[code]
+    elif status == 429:
+        cls = RateLimited
     elif status == 503:
         cls = ServiceUnavailable
-    elif code in BY_CODE:
+    elif not legacy and code in BY_CODE:
         cls = BY_CODE[code]
-    elif status >= 500:
+    elif status >= 500 or (legacy and status < 400):
+        # (A Pay answer that does not say what happened may have paid.)
         cls = ServerError
-    elif status == 401:
+    elif status == 401 or (legacy and status == 403):
         cls = AuthenticationError
-    elif status == 404:
+    elif status == 404 and not legacy:
         cls = NotFound
     else:
         cls = BusinessRefusal
-    return cls(message, status=status, code=code, endpoint=endpoint, external_id=external_id)
+    for (rule, start), (looked_up, not_looked_up) in BY_MESSAGE.items():
+        if cls is BusinessRefusal and code == rule and message.startswith(start):
+            cls = not_looked_up if WITHOUT_LOOKUP.fullmatch(endpoint) else looked_up
+    error = cls(message, status=status, code=code, endpoint=endpoint, external_id=external_id)
+    if isinstance(error, PayAnswered) and isinstance(body, Mapping):
+        error.payment_order_id = answer_int(body.get("PaymentOrderId"))
+        error.order_status = answer_text(body.get("Status"))
+    return error
+
+
+def _error_code(body: Any) -> tuple[str | None, str | None]:
+    """The first error of a JSON service's error body: its code and message."""
+    errors = body.get("errors") if isinstance(body, Mapping) else None
+    if not (isinstance(errors, list) and errors and isinstance(errors[0], Mapping)):
+        return None, None
+    first = errors[0]
+    code = first.get("code")
+    return (None if code is None else str(code)), answer_text(first.get("message") or None)
+
+
+def _return_code(body: Any) -> tuple[str | None, str | None]:
+    """The legacy Pay's ReturnCode (as text, however it came) and ReturnMessage."""
+    fields = body if isinstance(body, Mapping) else {}
+    code = answer_int(fields.get("ReturnCode"))
+    return (None if code is None else str(code)), answer_text(fields.get("ReturnMessage") or None)
+
+
+def answer_int(value: Any) -> int | None:
+    """A number from a JSON or XML answer (XML gives text); None when absent or not one."""
+    try:
+        return None if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def answer_text(value: Any) -> str | None:
+    """A text field of a JSON or XML answer; None when absent or empty."""
+    return None if value in (None, "") else str(value)

@@ -1,5 +1,5 @@
 """The HTTP layer every provider client shares: one request, exact decimals both ways, every
-failure mapped to ``runner.provider.errors``, and paginated lists as iterators.
+failure mapped onto ``runner.errors``, and paginated lists as iterators.
 
 Clients take their base URL, credentials, auth scheme and ``requests.Session`` as arguments
 (no module globals), so tests and the engine decide pooling, proxies, timeouts and TLS. TLS
@@ -31,15 +31,15 @@ from urllib3.exceptions import (
 )
 from urllib3.util import Timeout
 
-from runner.provider.auth import DEFAULT_BRAND, make_signer
-from runner.provider.errors import (
+from runner.errors import (
     ConnectionRefused,
     NotFound,
     ProviderConnectionError,
     ProviderTimeout,
     ResponseLost,
-    error_from_answer,
 )
+from runner.provider.auth import DEFAULT_BRAND, make_signer
+from runner.provider.errors import error_from_answer
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
 

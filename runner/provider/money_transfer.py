@@ -5,16 +5,15 @@ amounts; ``ref`` arguments take a numeric id or ``ext(external_id)``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partialmethod
 from typing import Any
 
-from runner.provider.http import ProviderClient, ext
+from runner.provider.quoted import QuotedServiceClient
 
 
-class MoneyTransferClient(ProviderClient):
+class MoneyTransferClient(QuotedServiceClient):
     prefix = "/v1/money-transfer"
-
-    def ping(self) -> Any:
-        return self.request("GET", "/ping", prefix="").body
+    made = "transactions"
 
     # discovery
     def services(self, country_iso_code: str | None = None) -> Iterator[Any]:
@@ -31,29 +30,21 @@ class MoneyTransferClient(ProviderClient):
     def payer_rates(self, payer_id: int) -> Any:
         return self.get(f"/payers/{payer_id}/rates")
 
-    def countries(self) -> Iterator[Any]:
-        return self.pages("/countries")
+    def country_list(self, iso_code: str, name: str) -> Iterator[Any]:
+        """One of the lists the document gives per country, by its path's last segment."""
+        return self.pages(f"/countries/{iso_code}/{name}")
 
-    def division_categories(self, iso_code: str) -> Iterator[Any]:
-        return self.pages(f"/countries/{iso_code}/administrative-division-categories")
-
-    def divisions(self, iso_code: str) -> Iterator[Any]:
-        return self.pages(f"/countries/{iso_code}/administrative-divisions")
+    division_categories = partialmethod(country_list, name="administrative-division-categories")
+    divisions = partialmethod(country_list, name="administrative-divisions")
+    entity_categories = partialmethod(country_list, name="entity-categories")
+    entity_identifiers = partialmethod(country_list, name="entity-identifiers")
+    payment_systems = partialmethod(country_list, name="payment-systems")
 
     def division(self, division_id: int) -> Any:
         return self.get(f"/administrative-divisions/{division_id}")
 
     def division_children(self, division_id: int) -> Iterator[Any]:
         return self.pages(f"/administrative-divisions/{division_id}/administrative-divisions")
-
-    def entity_categories(self, iso_code: str) -> Iterator[Any]:
-        return self.pages(f"/countries/{iso_code}/entity-categories")
-
-    def entity_identifiers(self, iso_code: str) -> Iterator[Any]:
-        return self.pages(f"/countries/{iso_code}/entity-identifiers")
-
-    def payment_systems(self, iso_code: str) -> Iterator[Any]:
-        return self.pages(f"/countries/{iso_code}/payment-systems")
 
     def entities(self, country_iso_code: str | None = None, category_id: int | None = None,
                  service_id: int | None = None, payer_id: int | None = None) -> Iterator[Any]:
@@ -65,9 +56,6 @@ class MoneyTransferClient(ProviderClient):
 
     def entity_children(self, entity_id: int) -> Iterator[Any]:
         return self.pages(f"/entities/{entity_id}/entities")
-
-    def balances(self) -> list[Any]:
-        return list(self.pages("/balances"))
 
     # credit parties
     def credit_party_information(self, payer_id: int, identifier: dict[str, Any]) -> Any:
@@ -82,28 +70,8 @@ class MoneyTransferClient(ProviderClient):
         return self.request("POST", f"/payers/{payer_id}/credit-party-verification",
                             body=body).body
 
-    # quotations and transactions
-    def create_quotation(self, body: dict[str, Any]) -> Any:
-        return self.request("POST", "/quotations", body=body,
-                            external_id=body.get("external_id")).body
-
-    def quotation(self, ref: int | str) -> Any:
-        return self.get(f"/quotations/{ref}")
-
-    def create_transaction(self, quotation_ref: int | str, body: dict[str, Any]) -> Any:
-        return self.request("POST", f"/quotations/{quotation_ref}/transactions", body=body,
-                            external_id=body.get("external_id")).body
-
-    def confirm_transaction(self, ref: int | str, external_id: str | None = None) -> Any:
-        return self.request("POST", f"/transactions/{ref}/confirm",
-                            external_id=external_id).body
-
-    def transaction(self, ref: int | str) -> Any:
-        return self.get(f"/transactions/{ref}")
-
-    # lookups by external id: None means the provider clearly has no such resource
-    def find_quotation(self, external_id: str) -> Any | None:
-        return self.find(f"/quotations/{ext(external_id)}")
-
-    def find_transaction(self, external_id: str) -> Any | None:
-        return self.find(f"/transactions/{ext(external_id)}")
+    # transactions, by the document's names (quotations: QuotedServiceClient)
+    create_transaction = QuotedServiceClient.create_from_quotation
+    confirm_transaction = QuotedServiceClient.confirm
+    transaction = QuotedServiceClient.retrieve
+    find_transaction = QuotedServiceClient.find_made

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from runner.provider.errors import NotFound
+from runner.errors import NotFound
 from runner.provider.http import ProviderClient
 
 ACCOUNTS_PREFIX = "/v1/account"

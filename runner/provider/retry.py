@@ -1,9 +1,10 @@
 """When to call the provider again: one pure decision, plugged into tenacity once.
 
-``decide`` reads the error's retry rule (``runner.provider.errors``): SAFE errors (refused
-connection, 503, 429) are retried with backoff; in-doubt errors (lost answer, timeout, 5xx)
-are retried as they are only for reads, and for writes they call for a lookup by external_id
-first (exactly-once rule 3); everything else stops. Sleep is injected, so tests never wait.
+``decide`` reads the error's retry rule (``retry``, declared on each class of
+``runner.errors``): SAFE errors (refused connection, 503, 429) are retried with backoff;
+in-doubt errors (lost answer, timeout, 5xx) are retried as they are only for reads, and for
+writes they call for a lookup by external_id first (exactly-once rule 3); everything else
+stops. Sleep is injected, so tests never wait.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import tenacity
 
-from runner.provider.errors import ProviderError, Retry
+from runner.errors import ProviderError, Retry
 
 T = TypeVar("T")
 

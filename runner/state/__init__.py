@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
-from runner.state.store import LEASE_TTL, LeaseHeld, StateStore, now_iso
+from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
 def open_store(location: Path) -> StateStore:
@@ -25,7 +25,6 @@ __all__ = [
     "AttemptRecord",
     "ItemChanges",
     "ItemRecord",
-    "LeaseHeld",
     "RunRecord",
     "StateStore",
     "now_iso",

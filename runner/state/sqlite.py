@@ -32,9 +32,9 @@ from typing import Any, Unpack
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from runner.errors import StateError
+from runner.errors import LeaseHeld, StateError
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
-from runner.state.store import LEASE_TTL, LeaseHeld, StateStore, now_iso
+from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 migrations = Migrations("runner")
 # Exact amounts are stored as their text.

@@ -24,10 +24,6 @@ from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunReco
 LEASE_TTL = 30.0
 
 
-class LeaseHeld(StateError):
-    exit_code = 75
-
-
 def now_iso() -> str:
     # On every write: isoformat is several times cheaper than strftime.
     return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from runner.errors import JobError
+from runner.errors import JobError, ProviderHTTPError
 from runner.job import Job, ValidItem, iter_items
 from runner.kinds import Kind, kind_named
 from runner.provider import Provider
-from runner.provider.errors import ProviderHTTPError
 from runner.state import StateStore
 from runner.validation.catalogue import LOOKAHEAD, Catalogue
 

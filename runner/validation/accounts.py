@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from runner import rules
+from runner.errors import ProviderHTTPError
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
-from runner.provider.errors import ProviderHTTPError
 from runner.validation.catalogue import Catalogue, Read, unless_forbidden
 
 Problems = Iterator[tuple[str, str]]

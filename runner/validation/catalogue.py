@@ -8,8 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from runner.errors import NotFound, ProviderHTTPError
 from runner.provider import Provider
-from runner.provider.errors import NotFound, ProviderHTTPError
 from runner.provider.retry import RetryPolicy
 from runner.state import StateStore
 

@@ -32,6 +32,7 @@ from urllib.parse import quote, urlsplit
 
 from runner import rules
 from runner.cards import luhn
+from runner.errors import AuthenticationError, NotFound, ProviderHTTPError, Retry
 from runner.job.collection import (
     CancelItem,
     ChargeItem,
@@ -40,7 +41,6 @@ from runner.job.collection import (
     RefundItem,
 )
 from runner.provider.collection import order_ref
-from runner.provider.errors import AuthenticationError, NotFound, ProviderHTTPError, Retry
 
 if TYPE_CHECKING:
     from runner.state import StateStore

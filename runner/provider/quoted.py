@@ -1,0 +1,55 @@
+"""What the money transfer and merchant payment services share (documents 2 and 3 part A): a
+quotation, what is made from it (a transaction, a payment), its confirmation, and both found
+again by external id; and their ping, countries and balances.
+
+``ref`` arguments take a numeric id or ``ext(external_id)``. The two clients name these calls
+as their documents do (``create_transaction``, ``confirm_payment`` ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from runner.provider.http import ProviderClient, ext
+
+
+class QuotedServiceClient(ProviderClient):
+    """Base of the clients of a service whose money moves by quotation, then confirmation."""
+
+    made = ""  # the path of what a quotation is made into: "transactions", "payments"
+
+    def ping(self) -> Any:
+        return self.request("GET", "/ping", prefix="").body
+
+    def countries(self) -> Iterator[Any]:
+        return self.pages("/countries")
+
+    def balances(self) -> list[Any]:
+        return list(self.pages("/balances"))
+
+    def create_quotation(self, body: dict[str, Any]) -> Any:
+        return self.request("POST", "/quotations", body=body,
+                            external_id=body.get("external_id")).body
+
+    def quotation(self, ref: int | str) -> Any:
+        return self.get(f"/quotations/{ref}")
+
+    def find_quotation(self, external_id: str) -> Any | None:
+        """The quotation, or None when the provider clearly has none of that external id."""
+        return self.find(f"/quotations/{ext(external_id)}")
+
+    def create_from_quotation(self, quotation_ref: int | str, body: dict[str, Any]) -> Any:
+        return self.request("POST", f"/quotations/{quotation_ref}/{self.made}", body=body,
+                            external_id=body.get("external_id")).body
+
+    def confirm(self, ref: int | str, external_id: str | None = None) -> Any:
+        return self.request("POST", f"/{self.made}/{ref}/confirm", external_id=external_id).body
+
+    def retrieve(self, ref: int | str) -> Any:
+        return self.get(f"/{self.made}/{ref}")
+
+    def find_made(self, external_id: str) -> Any | None:
+        """What the quotation was made into, or None when the provider clearly has none of
+        that external id."""
+        return self.find(f"/{self.made}/{ext(external_id)}")
