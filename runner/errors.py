@@ -9,7 +9,6 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── JobErrors                  exit 2; every problem found, one JobError a line
     ├── FieldProblem               a model validator's word on one field; a ValueError too,
     │                              so that pydantic reports it (and runner.job makes it a JobError)
-    ├── UnsupportedKind            exit 2; the job's kind has no pipeline to run it
     ├── StateError                 the state database (bad schema, corrupt file)
     │   └── LeaseHeld              exit 75; another run holds the job's lease
     ├── SummaryError               exit 3; the summary could not be rendered, written or
@@ -43,6 +42,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
                 ├── InsufficientBalance    the balance does not cover the confirmation
                 ├── DuplicateWithoutLookup the external_id is used by a call that has no
                 │                          lookup (an operation, the Pay): a person checks
+                ├── ReferenceTaken         a reference or name (an account request's, a
+                │                          company's ...) is taken: look it up, then decide
                 └── PayRefused             the legacy Pay's 3000: its order exists, Refused
 
 ``exit_code`` is declared on each class (as click does) and read only by ``runner.cli``: the
@@ -135,10 +136,6 @@ class FieldProblem(RunnerError, ValueError):
         super().__init__(message)
 
 
-class UnsupportedKind(RunnerError):
-    """The job's kind has no pipeline that can run it."""
-
-    exit_code = 2
 
 
 class StateError(RunnerError):
@@ -319,6 +316,12 @@ class DuplicateWithoutLookup(BusinessRefusal):
     """The external_id was used before, by a call that cannot be looked up by it (a charge,
     refund or cancel, the legacy Pay): never sent again, a person checks (DESIGN.md rule
     5)."""
+
+
+class ReferenceTaken(BusinessRefusal):
+    """A reference or a name that identifies what the call makes is taken already (an
+    account request's external_reference, an onboarding company's name ...): the caller
+    looks up what holds it and adopts it, or calls it a conflict."""
 
 
 class PayRefused(PayAnswered, BusinessRefusal):

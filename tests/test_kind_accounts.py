@@ -26,8 +26,7 @@ from account_support import ACCOUNT, balances, bank, entries, onboard, payout, t
 from conftest import KEY, SECRET, Admin, Api
 from engine_support import cli, items, out_lines, posts, run
 
-from runner.engine.accounts import reference_reused
-from runner.errors import BusinessRefusal
+from runner.errors import BusinessRefusal, ReferenceTaken
 from runner.provider.accounts import AccountClient
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
@@ -199,12 +198,12 @@ def test_the_account_client_reads_balances_entries_and_requests(sb: RunningSandb
             "external_reference": "t3", "transfer": {"amount": 1, "currency": "EUR"},
             "label": "x", "source_account_id": "ACC0001", "target_account_id": "ACC0002",
             "type": "ScheduledTransferOut"})
-    assert reference_reused(refused.value)
+    assert isinstance(refused.value, ReferenceTaken)
     with pytest.raises(BusinessRefusal) as blocked:
         client.create_payout_request({
             "external_reference": "b", "payout": {"amount": 1, "currency": "EUR"},
             "label": "x", "source_account_id": "ACC0001", "payout_bank_account_id": "PBA0001-2"})
-    assert blocked.value.code == "2001201" and not reference_reused(blocked.value)
+    assert blocked.value.code == "2001201" and not isinstance(blocked.value, ReferenceTaken)
 
 
 # ---------------------------------------------------------------- happy paths

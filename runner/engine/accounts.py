@@ -6,7 +6,8 @@ the item's external_id as its ``external_reference``. Doubt (a lost answer, a ti
 5xx, 2001401) is resolved by looking the request up by that reference (rule 3): found, it is
 adopted when it matches the item (amount, currency, accounts) and is a conflict otherwise;
 clearly not found, the same POST goes again. The provider's answer to a reused reference,
-2001201 "External reference has already been used", is resolved by the same lookup.
+2001201 "External reference has already been used" (``ReferenceTaken``), is resolved by the
+same lookup.
 
 The request is then polled to its final status: a payout ``charged``, a transfer
 ``Validated``. A validated transfer's entries are checked on both accounts' statements: one
@@ -30,7 +31,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn, TypeVar
 
 from runner.engine.flow import Entry, Flow
-from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
+from runner.errors import ItemConflict, ItemInDoubt, ProviderError, ReferenceTaken
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.accounts import AccountClient
 from runner.state import ItemChanges
@@ -40,10 +41,6 @@ RequestT = TypeVar("RequestT", bound=PayoutItem | AccountTransferItem)
 WAITING = ("waitingforvalidation",)
 
 
-def reference_reused(exc: ProviderError) -> bool:
-    """2001201 is every business rule of document 1; this one means "look it up"."""
-    return isinstance(exc, BusinessRefusal) and exc.code == "2001201" and \
-        "already been used" in exc.message.lower()
 
 
 @dataclass
@@ -142,10 +139,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
         try:
             found = self._post(entry, self.commit_step, body, lambda: self.send(body),
                                lambda: self.find(ref))
-        except ProviderError as exc:
-            if not reference_reused(exc):
-                self._fail(entry, exc)
-                return
+        except ReferenceTaken as exc:
             try:
                 found = self.read(lambda: self.find(ref))
             except ItemInDoubt:  # something is held under the reference: in doubt until read
@@ -154,6 +148,9 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
             if found is None:
                 self._conflict(entry, f"the provider says reference {ref} is used "
                                       f"({exc.message}), yet does not find it")
+        except ProviderError as exc:
+            self._fail(entry, exc)
+            return
         self._adopt(entry, found)
 
     def settle_doubt(self, entry: Entry[RequestT]) -> None:

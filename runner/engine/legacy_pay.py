@@ -31,6 +31,7 @@ from typing import Any, Unpack
 from runner.engine.flow import Entry, Flow
 from runner.errors import (
     BusinessRefusal,
+    DuplicateWithoutLookup,
     PayAnswered,
     PayRefused,
     PayStatusUnknown,
@@ -42,7 +43,6 @@ from runner.state import ItemChanges
 
 STEP = "pay"
 CARD = "CardNumber"
-USED = "2500"  # operation not allowed; among its causes, MerchantOrder.Id already used
 
 
 def last_four(value: str | None) -> str:
@@ -140,7 +140,7 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
                 "details": _details(order_id, exc.payment_order_id)}))
             return
         except BusinessRefusal as exc:
-            if exc.code == USED and "already" in exc.message.lower():
+            if isinstance(exc, DuplicateWithoutLookup):
                 # This order id was paid before, maybe by this very item in a run whose
                 # state is lost: only a person can tell.
                 self.update(entry, **(base | {

@@ -35,13 +35,18 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Unpack
 
 from runner.engine.flow import Entry, Flow
-from runner.errors import BusinessRefusal, ItemConflict, ItemInDoubt, ProviderError
+from runner.errors import (
+    BusinessRefusal,
+    ItemConflict,
+    ItemInDoubt,
+    ProviderError,
+    ReferenceTaken,
+)
 from runner.job.collection import OnboardingItem
 from runner.provider.onboarding import OnboardingClient
 from runner.state import ItemChanges
 
 FOREIGN = "_foreign"  # a lookup's answer: it exists, and belongs to another integrator
-USED = "2001201"
 
 
 def _visible(fetch: Callable[[str], Any | None], ref: str) -> Callable[[], Any | None]:
@@ -114,14 +119,13 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
                 return found
         try:
             return self._post(entry, step, body, send, lookup)
-        except BusinessRefusal as exc:
-            if exc.code == USED:
-                try:
-                    found = self.read(lookup)
-                except ItemInDoubt:  # nothing was made by this call: it fails, to be tried again
-                    found = None
-                if found is not None:
-                    return found
+        except ReferenceTaken as exc:
+            try:
+                found = self.read(lookup)
+            except ItemInDoubt:  # nothing was made by this call: it fails, to be tried again
+                found = None
+            if found is not None:
+                return found
             self._fail(entry, exc)
         except ProviderError as exc:
             self._fail(entry, exc)

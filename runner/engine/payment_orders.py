@@ -45,6 +45,7 @@ from runner.errors import (
     ItemConflict,
     ItemInDoubt,
     ProviderError,
+    QuotationExpired,
 )
 from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
@@ -74,8 +75,6 @@ def _same(a: Any, b: Any) -> bool:
     return a is not None and b is not None and Decimal(str(a)) == Decimal(str(b))
 
 
-def _expired_quotation(exc: ProviderError) -> bool:
-    return exc.code == "2001201" and "expired" in exc.message.lower()
 
 
 class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
@@ -223,7 +222,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
         try:
             order = found or self._post(entry, self.commit_step, redacted(body), send, lookup)
         except BusinessRefusal as exc:
-            if item.quotation is not None and _expired_quotation(exc):
+            if item.quotation is not None and isinstance(exc, QuotationExpired):
                 self._next_attempt(entry)  # proved not created: a new quotation may be asked
                 return True
             refused = self.read(lookup) if exc.code == "2001301" else None

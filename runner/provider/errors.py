@@ -14,7 +14,9 @@ below decide, no caller decides again:
   ID has already been used: ..." (README), and the Pay passes it on as 2500. That wording
   makes it a ``DuplicateExternalId`` (fetch it, adopt it) where the call has a lookup by
   external_id, and a ``DuplicateWithoutLookup`` (a person checks) where it has none
-  (``WITHOUT_LOOKUP``). Any other 2001201 stays a ``BusinessRefusal`` with its message.
+  (``WITHOUT_LOOKUP``). The same code says a quotation expired (``QuotationExpired``) or
+  that an account request's reference or an onboarding name is taken (``ReferenceTaken``).
+  Any other 2001201 stays a ``BusinessRefusal`` with its message.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from runner.errors import (
     ProviderHTTPError,
     QuotationExpired,
     RateLimited,
+    ReferenceTaken,
     ServerError,
     ServiceUnavailable,
 )
@@ -64,14 +67,28 @@ BY_RETURN_CODE: dict[str, type[ProviderHTTPError]] = {
     "9404": NotFound, "9500": ServerError,
 }
 
-# Codes that stand for many business rules ("operation not allowed"), told apart by how the
-# message starts: (code, start) -> (the class where the call has a lookup by external_id,
-# the class where it has none). Only an answer that is otherwise a BusinessRefusal is read so.
+# Codes that stand for many business rules ("operation not allowed"), told apart by their
+# message (a pattern matched at its start): (code, pattern, the class where the call has a
+# lookup by external_id, the class where it has none). Only an answer that is otherwise a
+# BusinessRefusal is read so.
 REUSED = "External ID has already been used"
-BY_MESSAGE: dict[tuple[str, str], tuple[type[ProviderHTTPError], type[ProviderHTTPError]]] = {
-    ("2001201", REUSED): (DuplicateExternalId, DuplicateWithoutLookup),
-    ("2500", REUSED): (DuplicateExternalId, DuplicateWithoutLookup),
-}
+Rule = tuple[str, re.Pattern[str], type[ProviderHTTPError], type[ProviderHTTPError]]
+
+
+def _starts(pattern: str) -> re.Pattern[str]:
+    # The account service words its refusals after the code's name: "Operation not
+    # allowed: External reference has already been used: r-1".
+    return re.compile(rf"(?:Operation not allowed: )?(?:{pattern})")
+
+
+BY_MESSAGE: tuple[Rule, ...] = (
+    ("2001201", _starts(REUSED), DuplicateExternalId, DuplicateWithoutLookup),
+    ("2500", _starts(REUSED), DuplicateExternalId, DuplicateWithoutLookup),
+    ("2001201", _starts(r"quotation \S+ has expired"), QuotationExpired, QuotationExpired),
+    ("2001201", _starts(r"External reference has already been used|a company named .* "
+                        r"already exists|merchant_external_id .* is already used|an account "
+                        r"labelled .* already exists"), ReferenceTaken, ReferenceTaken),
+)
 # The calls with no lookup by external_id (DESIGN.md rule 5): the collection service's
 # operations (collection.OPERATION_PATHS) and the legacy Pay (legacy.PAY, whose
 # MerchantOrder.Id is its external_id).
@@ -106,9 +123,10 @@ def error_from_answer(status: int, body: Any, endpoint: str,
         cls = NotFound
     else:
         cls = BusinessRefusal
-    for (rule, start), (looked_up, not_looked_up) in BY_MESSAGE.items():
-        if cls is BusinessRefusal and code == rule and message.startswith(start):
+    for rule, pattern, looked_up, not_looked_up in BY_MESSAGE:
+        if cls is BusinessRefusal and code == rule and pattern.match(message):
             cls = not_looked_up if WITHOUT_LOOKUP.fullmatch(endpoint) else looked_up
+            break
     error = cls(message, status=status, code=code, endpoint=endpoint, external_id=external_id)
     if isinstance(error, PayAnswered) and isinstance(body, Mapping):
         error.payment_order_id = answer_int(body.get("PaymentOrderId"))
