@@ -93,6 +93,14 @@ def available(store: Store, account_rid: int, now: float) -> Decimal:
     return Decimal(balances(store, account_rid, now)[0]["balance"]["amount"])
 
 
+def await_validation(store: Store, table: str, rid: int, request: dict[str, Any],
+                     meta: dict[str, Any], due: float, reference: str) -> None:
+    """Keep a new transfer or payout request, validated at ``due`` on the sandbox clock."""
+    store.add(table, request, {**meta, "plan": PLANS[table], "step": 0, "due": due}, rid=rid,
+              ext=reference)
+    store.schedule_at(due, table, rid)
+
+
 def validate(store: Store, table: str, rid: int, status: str, when: float) -> None:
     """The request is validated: so are its entries (a payout's, through its transfer)."""
     meta = store.meta[table][rid]

@@ -25,7 +25,7 @@ from runner.sandbox.accounts import schemas as a
 from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import JSON, ApiError
 from runner.sandbox.core.pagination import paginate
-from runner.sandbox.core.routing import DecimalRoute, sandbox
+from runner.sandbox.core.routing import DecimalRoute, current
 from runner.sandbox.core.schemas import AmountIn
 from runner.sandbox.core.store import Store
 from runner.sandbox.onboarding import models as records
@@ -59,9 +59,13 @@ def _amount(money: AmountIn, field: str, currency: str) -> Decimal:
     return kept
 
 
-def _fresh(store: Store, table: str, reference: str) -> None:
+def _source(store: Store, table: str, reference: str, account_ref: str,
+            ) -> tuple[int, dict[str, Any]]:
+    """The source account of a new request, whose reference must not have been used."""
     if reference in store.by_ext[table]:
         raise ApiError("2001201", f"External reference has already been used: {reference}")
+    src = records.account(store, account_ref, missing="1001001")
+    return src, store.tables["accounts"][src]
 
 
 def _covered(available: Decimal, amount: Decimal, currency: str) -> None:
@@ -77,9 +81,7 @@ async def all_balances(request: Request, account_external_id: str) -> JSON:
 
 
 def _balances(request: Request, ref: str) -> list[dict[str, Any]]:
-    sb = sandbox(request)
-    sb.lifecycle.advance()
-    with sb.store.lock:
+    with current(request) as sb:
         return ledger.balances(sb.store, records.account(sb.store, ref), sb.clock.now())
 
 
@@ -102,9 +104,7 @@ for _segment, _kind in BALANCE_PATHS.items():
             response_model=list[a.Entry])
 async def entries(request: Request, account_external_id: str, page: Page = None,
                   per_page: Page = None) -> JSON:
-    sb = sandbox(request)
-    sb.lifecycle.advance()
-    with sb.store.lock:
+    with current(request) as sb:
         rid = records.account(sb.store, account_external_id)
         found = [dict(e) for e in ledger.entries_of(sb.store, rid)]
     answer = paginate(found, page, per_page, invalid="2001101", beyond="2001101")
@@ -115,16 +115,14 @@ async def entries(request: Request, account_external_id: str, page: Page = None,
 # ---------------------------------------------------------------- transfer requests
 @router.post("/transfer-requests", status_code=201, response_model=a.TransferRequest)
 async def create_transfer_request(request: Request, body: a.TransferRequestCreate) -> JSON:
-    sb = sandbox(request)
-    store = sb.store
-    sb.lifecycle.advance()
-    with store.lock:
+    with current(request) as sb:
+        store = sb.store
         if body.type not in TRANSFER_TYPES:
             raise ApiError("2001101", f"type must be one of {', '.join(TRANSFER_TYPES)}")
-        _fresh(store, "transfer_requests", body.external_reference)
-        src = records.account(store, body.source_account_id, missing="1001001")
+        src, source = _source(store, "transfer_requests", body.external_reference,
+                              body.source_account_id)
         tgt = records.account(store, body.target_account_id, missing="1001001")
-        source, target = store.tables["accounts"][src], store.tables["accounts"][tgt]
+        target = store.tables["accounts"][tgt]
         amount = _amount(body.transfer, "transfer", source["currency"])
         if target["currency"] != source["currency"]:
             raise ApiError("2001201", f"the target account is in {target['currency']}, the "
@@ -141,11 +139,8 @@ async def create_transfer_request(request: Request, body: a.TransferRequestCreat
                                    transfer_id, now)]
         transfer = _transfer(transfer_id, body.external_reference, amount, source, target["id"],
                              body.label, body.type, body.custom_data, now)
-        due = now + sb.config.validation_delay
-        store.add("transfer_requests", transfer,
-                  {"entries": moved, "plan": ledger.PLANS["transfer_requests"], "step": 0,
-                   "due": due}, rid=rid, ext=body.external_reference)
-        store.schedule_at(due, "transfer_requests", rid)
+        ledger.await_validation(store, "transfer_requests", rid, transfer, {"entries": moved},
+                                now + sb.config.validation_delay, body.external_reference)
         return JSON(transfer, status_code=201)
 
 
@@ -163,9 +158,7 @@ def _transfer(transfer_id: str, reference: str, amount: Decimal, source: dict[st
 
 def _lookup(request: Request, table: str, ref: str) -> JSON:
     """By external reference, else by id (a payout's transfer request has only an id)."""
-    sb = sandbox(request)
-    sb.lifecycle.advance()
-    with sb.store.lock:
+    with current(request) as sb:
         rid = sb.store.by_ext[table].get(ref)
         if rid is None:
             rid = records.find(sb.store, table, ref)
@@ -183,13 +176,10 @@ async def get_transfer_request(request: Request, external_id: str) -> JSON:
 # ---------------------------------------------------------------- payout requests
 @router.post("/payout-requests", status_code=201, response_model=a.PayoutRequest)
 async def create_payout_request(request: Request, body: a.PayoutRequestCreate) -> JSON:
-    sb = sandbox(request)
-    store = sb.store
-    sb.lifecycle.advance()
-    with store.lock:
-        _fresh(store, "payout_requests", body.external_reference)
-        src = records.account(store, body.source_account_id, missing="1001001")
-        source = store.tables["accounts"][src]
+    with current(request) as sb:
+        store = sb.store
+        src, source = _source(store, "payout_requests", body.external_reference,
+                              body.source_account_id)
         found = records.payout_bank_account(store, body.payout_bank_account_id)
         if found is None:
             raise ApiError("1001001", f"payout bank account {body.payout_bank_account_id!r} "
@@ -238,11 +228,8 @@ def _payout(sb: Sandbox, src: int, source: dict[str, Any], bank: dict[str, Any],
         status="WaitingForValidation", target=money, transfer_request_id=transfer_id,
         validation_date=None, custom_data=body.custom_data,
     ).model_dump()
-    due = now + sb.config.validation_delay
-    store.add("payout_requests", payout,
-              {"transfer": transfer_rid, "plan": ledger.PLANS["payout_requests"], "step": 0,
-               "due": due}, rid=rid, ext=body.external_reference)
-    store.schedule_at(due, "payout_requests", rid)
+    ledger.await_validation(store, "payout_requests", rid, payout, {"transfer": transfer_rid},
+                            now + sb.config.validation_delay, body.external_reference)
     return payout
 
 

@@ -25,8 +25,8 @@ from runner.sandbox.core.faults import SETTINGS as FAULT_SETTINGS
 from runner.sandbox.core.faults import FaultRule, fault_rules, read_setting
 from runner.sandbox.core.knobs import Setting, knob, settings
 
-SECONDS = "seconds"
-REAL_SECONDS = "real seconds"  # wall-clock time, not the sandbox clock
+SECONDS = "seconds on the sandbox clock"  # which the admin API moves
+REAL_SECONDS = "seconds of real time"
 
 
 def read_balance(text: str) -> tuple[str, Decimal, Decimal]:
@@ -62,7 +62,8 @@ class SandboxConfig:
     state_file: Path | None = knob(None, option="--state",
                                    help="Keep state across restarts in this file.")
     # Lifecycle, on the sandbox clock
-    quotation_ttl: float = knob(3600.0, help="Seconds.", unit=SECONDS, timing=True)
+    quotation_ttl: float = knob(3600.0, help="Seconds a quotation can be used.", unit=SECONDS,
+                                timing=True)
     submit_delay: float = knob(1.0, help="Seconds from CONFIRMED to SUBMITTED.", unit=SECONDS,
                                timing=True)
     complete_delay: float = knob(

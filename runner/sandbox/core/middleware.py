@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -19,15 +20,14 @@ from runner.sandbox.core.errors import Dialect, dialect_of
 from runner.sandbox.core.faults import FaultState, group_of
 
 
+@dataclass
 class ProviderMiddleware:
     """Accounting, faults and authentication, in that order, for provider paths only."""
 
-    def __init__(self, app: ASGIApp, faults: FaultState, auth: Authenticator,
-                 dialects: Sequence[Dialect]) -> None:
-        self.app = app
-        self.faults = faults
-        self.auth = auth
-        self.dialects = dialects
+    app: ASGIApp
+    faults: FaultState
+    auth: Authenticator
+    dialects: Sequence[Dialect]  # families of paths with words of their own
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

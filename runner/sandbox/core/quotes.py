@@ -116,16 +116,10 @@ class QuoteFlow:
             raise self.refuse("1008004", ref)
         return found
 
-    def read_item(self, sb: Sandbox, ref: str) -> Record:
-        """An item as it is now: the status changes due are applied first."""
-        sb.lifecycle.advance()
-        return self.item(sb.store, ref)
-
     def confirm(self, sb: Sandbox, ref: str, accept: Callable[[Record, Record], None],
                 ) -> Record:
         """Confirm an item once; ``accept`` (item, meta) does what the service does on
-        confirm, or refuses. Call under the store's lock."""
-        sb.lifecycle.advance()
+        confirm, or refuses. Call with the sandbox ``current`` (core/routing.py)."""
         item = self.item(sb.store, ref)
         meta = sb.store.meta[self.items][item["id"]]
         if meta.get("confirmed"):

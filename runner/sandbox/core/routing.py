@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
 import simplejson
@@ -51,3 +52,13 @@ def busy_first(router: APIRouter, *paths: str) -> None:
 
 def sandbox(request: Request) -> Sandbox:
     return request.app.state.sandbox  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def current(request: Request) -> Iterator[Sandbox]:
+    """The sandbox with the status changes now due applied, under its store's lock: what a
+    call reads or changes is one consistent state, as of now on the sandbox clock."""
+    sb = sandbox(request)
+    with sb.store.lock:
+        sb.lifecycle.advance()
+        yield sb

@@ -14,6 +14,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner import rules
+
 Str = str | None
 Text = Annotated[str, Field(min_length=1)]  # required, and not empty
 
@@ -39,6 +41,18 @@ class AmountIn(Request):
     currency: Text
 
 
+class Confirmable(Resource):
+    """What a transaction and a payment both begin with: their id, status and references."""
+
+    id: int
+    status: str
+    status_message: str
+    status_class: str
+    status_class_message: str
+    external_id: str
+    external_code: str | None
+
+
 class Country(Resource):
     iso_code: str
     name: str
@@ -53,27 +67,5 @@ class Status(Resource):
     status: str
 
 
-class Party(Request):
-    lastname: Str = None
-    lastname2: Str = None
-    middlename: Str = None
-    firstname: Str = None
-    nativename: Str = None
-    nationality_country_iso_code: Str = None
-    code: Str = None
-    date_of_birth: Str = None
-    country_of_birth_iso_code: Str = None
-    gender: Str = None
-    address: Str = None
-    postal_code: Str = None
-    city: Str = None
-    country_iso_code: Str = None
-    msisdn: Str = None
-    email: Str = None
-    id_type: Str = None
-    id_country_iso_code: Str = None
-    id_number: Str = None
-    id_delivery_date: Str = None
-    id_expiration_date: Str = None
-    occupation: Str = None
-    province_state: Str = None
+class Party(Request, rules.PartyFields):
+    """Document 2's person fields (runner/rules.py declares them for the job files too)."""

@@ -1,6 +1,5 @@
 """Status codes and classes of the money transfer and merchant payment services, and their
-documented test triggers (the plans are each service's: money_transfer/models.py,
-merchant_payment/models.py).
+documented test triggers, which are one scheme for both.
 
 A trigger is chosen by the last six digits of the first credit (or debit) party identifier
 value that has digits, like a card network's test numbers. Any other value follows the happy
@@ -45,6 +44,22 @@ FINAL_CLASSES = {"3", "4", "7", "8", "9"}
 # "submit" waits SandboxConfig.submit_delay, "complete" waits complete_delay.
 Plan = list[tuple[str, str]]
 HAPPY: Plan = [("submit", "50000"), ("complete", "70000")]
+# The triggers of the table above: last six digits -> (first status, plan).
+TRANSFER_PLANS: dict[str, tuple[str, Plan]] = {
+    "999301": ("30201", []),
+    "999302": ("10000", [("submit", "30200")]),
+    "999309": ("10000", [("submit", "50000"), ("complete", "90400")]),
+    "999306": ("10000", [("submit", "50000"), ("complete", "60000"), ("complete", "70000")]),
+    "999308": ("10000", [("submit", "50000"), ("complete", "60000"), ("complete", "80000")]),
+    "999320": ("10000", [("submit", "20110"), ("submit", "50000"), ("complete", "70000")]),
+}
+PAYMENT_PLANS: dict[str, tuple[str, Plan]] = {
+    "999301": ("30250", []),
+    "999302": ("10000", [("submit", "30260")]),
+    "999309": ("10000", [("submit", "50000"), ("complete", "90273")]),
+    "999370": ("10000", [("submit", "50000"), ("complete", "90270")]),
+    "999308": ("10000", [("submit", "50000"), ("complete", "70000"), ("complete", "80000")]),
+}
 
 
 def plan_for(plans: dict[str, tuple[str, Plan]], identifier: dict[str, Any]) -> tuple[str, Plan]:

@@ -10,16 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner import rules
+
 
 class Legacy(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class LegacyMerchantUrls(Legacy):
-    ReturnUrl: str | None = None
-    AbortedUrl: str | None = None
-    ErrorUrl: str | None = None
-    ServerNotificationUrl: str | None = None
+class LegacyMerchantUrls(Legacy, rules.LegacyMerchantUrlsFields):
+    pass
 
 
 class LegacyCustomer(Legacy):

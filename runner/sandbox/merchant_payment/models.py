@@ -1,5 +1,5 @@
-"""The merchant payment service's rules: quotation pricing, the test triggers' plans, the
-payment details a confirmed payment shows, and the merchant balances completed payments move.
+"""The merchant payment service's rules: quotation pricing, the payment details a confirmed
+payment shows, and the merchant balances completed payments move.
 
 Pricing, in Decimal: the payment side is what the consumer pays in the method's currency; the
 collection side is what the merchant receives in its own currency; the fee is in the
@@ -19,20 +19,17 @@ from typing import Any
 from runner.money import cents, fits, round_down, round_up
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.quotes import CENT, TWO, QuoteFlow, Settle, amount_given
-from runner.sandbox.core.statuses import Plan
 from runner.sandbox.core.store import Store
-from runner.sandbox.merchant_payment.catalogue import FEE_MINIMUM, FEE_PERCENT, RATES, MethodSpec
+from runner.sandbox.merchant_payment.catalogue import (
+    FEE_MINIMUM,
+    FEE_PERCENT,
+    METHODS_BY_ID,
+    RATES,
+    MethodSpec,
+)
 from runner.sandbox.merchant_payment.schemas import PaymentDetails
 
 FLOW = QuoteFlow("mquotations", "payments", merchant=True)
-# The test triggers (core/statuses.py): last six digits -> (first status, plan).
-PLANS: dict[str, tuple[str, Plan]] = {
-    "999301": ("30250", []),
-    "999302": ("10000", [("submit", "30260")]),
-    "999309": ("10000", [("submit", "50000"), ("complete", "90273")]),
-    "999370": ("10000", [("submit", "50000"), ("complete", "90270")]),
-    "999308": ("10000", [("submit", "50000"), ("complete", "70000"), ("complete", "80000")]),
-}
 
 
 @dataclass(frozen=True)
@@ -95,6 +92,12 @@ def details(spec: MethodSpec, payment: dict[str, Any]) -> dict[str, Any]:
         else None,
         merchant_id="SBX-MERCHANT", invoice_id=reference, amount=amount, currency=spec.currency,
     ).model_dump()
+
+
+def show_details(payment: dict[str, Any], meta: dict[str, Any]) -> None:
+    """What confirming a payment does: its details are filled in."""
+    payment["details"] = details(METHODS_BY_ID[payment["payment_method"]["id"]], payment)
+    payment["payment_method_payment_reference"] = payment["details"]["invoice_id"]
 
 
 def settler(store: Store) -> Settle:

@@ -1,6 +1,6 @@
 """The merchant payment service (document 3, part A): payment methods, debit parties,
 quotations, payments and their confirmation, under ``/v1/merchant-payment/``. The rules
-(pricing, plans, payment details, merchant balances) are models.py's; the
+(pricing, payment details, merchant balances) are models.py's; the
 quote-create-confirm pattern is core/quotes.py's.
 """
 
@@ -22,12 +22,12 @@ from runner.sandbox.core.parties import (
     require_alternatives,
     trigger_of,
 )
-from runner.sandbox.core.routing import DecimalRoute, busy_first, sandbox
+from runner.sandbox.core.routing import DecimalRoute, busy_first, current, sandbox
 from runner.sandbox.core.schemas import AccountStatus, Country
-from runner.sandbox.core.statuses import plan_for, status_fields
+from runner.sandbox.core.statuses import PAYMENT_PLANS, plan_for, status_fields
 from runner.sandbox.merchant_payment import catalogue as cat
 from runner.sandbox.merchant_payment import schemas as s
-from runner.sandbox.merchant_payment.models import FLOW, PLANS, details, price_merchant_payment
+from runner.sandbox.merchant_payment.models import FLOW, price_merchant_payment, show_details
 
 router = APIRouter(prefix="/v1/merchant-payment", route_class=DecimalRoute,
                    tags=["merchant payment"])
@@ -154,7 +154,7 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
         purpose = body.purpose_of_payment or body.purpose_of_remittance
         if purpose is not None and purpose != "OTHER":
             raise ApiError("1000999", "purpose_of_payment must be OTHER", merchant=True)
-        first, plan = plan_for(PLANS, ident)
+        first, plan = plan_for(PAYMENT_PLANS, ident)
         fee, collection = quotation["fee"], quotation["collection"]
         payment = s.Payment(
             id=store.next_id(FLOW.items), **status_fields(first),
@@ -180,20 +180,14 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
 
 @router.post("/payments/{ref}/confirm", response_model=s.Payment)
 async def confirm_payment(request: Request, ref: str) -> JSON:
-    def show_details(payment: dict[str, Any], meta: dict[str, Any]) -> None:
-        payment["details"] = details(cat.METHODS_BY_ID[payment["payment_method"]["id"]],
-                                     payment)
-        payment["payment_method_payment_reference"] = payment["details"]["invoice_id"]
-
-    sb = sandbox(request)
-    with sb.store.lock:
-        answer = FLOW.confirm(sb, ref, show_details)
-    return JSON(answer)
+    with current(request) as sb:
+        return JSON(FLOW.confirm(sb, ref, show_details))
 
 
 @router.get("/payments/{ref}", response_model=s.Payment)
 async def get_payment(request: Request, ref: str) -> JSON:
-    return JSON(FLOW.read_item(sandbox(request), ref))
+    with current(request) as sb:
+        return JSON(FLOW.item(sb.store, ref))
 
 
 busy_first(router, "/quotations", "/quotations/{ref}/payments", "/payments/{ref}/confirm",

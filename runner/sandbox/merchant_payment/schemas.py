@@ -8,7 +8,8 @@ from decimal import Decimal
 
 from pydantic import Field
 
-from runner.sandbox.core.schemas import Money, Party, Request, Resource, Str
+from runner import rules
+from runner.sandbox.core.schemas import Confirmable, Money, Party, Request, Resource, Str
 
 
 class PaymentMethod(Resource):
@@ -35,39 +36,20 @@ class MerchantBalance(Resource):
     available_balance: Decimal
 
 
-class DebitPartyIdentifier(Request):
-    msisdn: Str = None
-    bank_account_number: Str = None
-    iban: Str = None
-    clabe: Str = None
-    swift_bic_code: Str = None
-    bik_code: Str = None
-    ifs_code: Str = None
-    sort_code: Str = None
-    aba_routing_number: Str = None
-    bsb_number: Str = None
-    branch_number: Str = None
-    routing_code: Str = None
-    account_type: Str = None
-    account_number: Str = None
-    card_number: Str = None
-    email: Str = None
+class DebitPartyIdentifier(Request, rules.DebitPartyIdentifierFields):
+    pass
 
 
-class Consumer(Party):
-    bank_account_holder_name: Str = None
-    source_of_funds: Str = None
+class Consumer(Party, rules.ConsumerFields):
+    pass
 
 
-class PaymentAmountIn(Request):
-    country_iso_code: str
-    currency: str
-    amount: Decimal | None = None
+class PaymentAmountIn(Request, rules.CountryAmountFields):
+    pass
 
 
-class CollectionAmountIn(Request):
-    currency: str
-    amount: Decimal | None = None
+class CollectionAmountIn(Request, rules.AmountFields):
+    pass
 
 
 class MerchantQuotationRequest(Request):
@@ -130,14 +112,7 @@ class PaymentDetails(Resource):
     currency: str | None = None
 
 
-class Payment(Resource):
-    id: int
-    status: str
-    status_message: str
-    status_class: str
-    status_class_message: str
-    external_id: str
-    external_code: str | None
+class Payment(Confirmable):
     creation_date: str
     expiration_date: str
     debit_party_identifier: dict[str, str | None]

@@ -1,5 +1,5 @@
-"""The money transfer service's rules: quotation pricing, the test triggers' plans, and the
-balances that confirmed transactions move.
+"""The money transfer service's rules: quotation pricing, and the balances that
+confirmed transactions move.
 
 Pricing, in Decimal, from the catalogue's rates: the source side is in the sender's currency
 (2 decimals), the destination in the payer's currency at the payer's precision and
@@ -21,20 +21,11 @@ from typing import Any
 from runner.money import cents, fits, round_down, round_up
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.quotes import CENT, TWO, QuoteFlow, amount_given
-from runner.sandbox.core.statuses import Plan, is_final
+from runner.sandbox.core.statuses import is_final
 from runner.sandbox.core.store import Store
 from runner.sandbox.money_transfer.catalogue import MAX_SOURCE_AMOUNT, PayerSpec, rate_bands
 
 FLOW = QuoteFlow("quotations", "transactions")
-# The test triggers (core/statuses.py): last six digits -> (first status, plan).
-PLANS: dict[str, tuple[str, Plan]] = {
-    "999301": ("30201", []),
-    "999302": ("10000", [("submit", "30200")]),
-    "999309": ("10000", [("submit", "50000"), ("complete", "90400")]),
-    "999306": ("10000", [("submit", "50000"), ("complete", "60000"), ("complete", "70000")]),
-    "999308": ("10000", [("submit", "50000"), ("complete", "60000"), ("complete", "80000")]),
-    "999320": ("10000", [("submit", "20110"), ("submit", "50000"), ("complete", "70000")]),
-}
 
 
 @dataclass(frozen=True)
@@ -124,6 +115,11 @@ class Balances:
             raise ApiError("1007005")
         b["pending"] = Decimal(b["pending"]) + cost
         self.store.save_balance(currency)
+
+    def reserve_cost(self, transaction: dict[str, Any], meta: dict[str, Any]) -> None:
+        """What confirming a transaction does: its cost is reserved (or 1007005)."""
+        self.reserve(meta["currency"], meta["cost"])
+        meta["reserved"] = True
 
     def _move(self, currency: str, balance: Decimal, pending: Decimal) -> None:
         b = self.store.balances[currency]

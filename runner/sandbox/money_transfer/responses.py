@@ -1,6 +1,6 @@
 """The money transfer service (document 2): discovery, balances, credit parties, quotations,
 transactions and their confirmation, under ``/v1/money-transfer/``. The rules (pricing,
-plans, balances) are models.py's; the quote-create-confirm pattern is core/quotes.py's.
+balances) are models.py's; the quote-create-confirm pattern is core/quotes.py's.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from runner.sandbox.core.parties import (
     require_alternatives,
     trigger_of,
 )
-from runner.sandbox.core.routing import DecimalRoute, busy_first, sandbox
+from runner.sandbox.core.routing import DecimalRoute, busy_first, current, sandbox
 from runner.sandbox.core.schemas import AccountStatus, Country
-from runner.sandbox.core.statuses import plan_for, status_fields
+from runner.sandbox.core.statuses import TRANSFER_PLANS, plan_for, status_fields
 from runner.sandbox.money_transfer import catalogue as cat
 from runner.sandbox.money_transfer import schemas as s
-from runner.sandbox.money_transfer.models import FLOW, PLANS, price_remittance
+from runner.sandbox.money_transfer.models import FLOW, price_remittance
 
 router = APIRouter(prefix="/v1/money-transfer", route_class=DecimalRoute,
                    tags=["money transfer"])
@@ -177,9 +177,7 @@ async def entity_children(entity_id: int, page: Page = None, per_page: Page = No
 
 @router.get("/balances", **_list(s.Balance))
 async def balances(request: Request, page: Page = None, per_page: Page = None) -> JSON:
-    sb = sandbox(request)
-    with sb.store.lock:
-        sb.lifecycle.advance()  # money moved by status changes now due, as a transaction read
+    with current(request) as sb:  # money moved by status changes now due, as a read shows
         found = [sb.balances.view(c) for c in sorted(sb.store.balances)]
     return paginate(found, page, per_page)
 
@@ -262,7 +260,7 @@ async def create_transaction(request: Request, ref: str, body: s.TransactionRequ
         require_alternatives(beneficiary, spec.beneficiary, "beneficiary")
         check_party(sender, "sender")
         check_party(beneficiary, "beneficiary")
-        first, plan = plan_for(PLANS, ident)
+        first, plan = plan_for(TRANSFER_PLANS, ident)
         sent, fee = quotation["sent_amount"], quotation["fee"]
         txn = s.Transaction(
             id=store.next_id(FLOW.items), **status_fields(first),
@@ -288,20 +286,14 @@ async def create_transaction(request: Request, ref: str, body: s.TransactionRequ
 
 @router.post("/transactions/{ref}/confirm", response_model=s.Transaction)
 async def confirm_transaction(request: Request, ref: str) -> JSON:
-    sb = sandbox(request)
-
-    def reserve(txn: dict[str, Any], meta: dict[str, Any]) -> None:
-        sb.balances.reserve(meta["currency"], meta["cost"])
-        meta["reserved"] = True
-
-    with sb.store.lock:
-        answer = FLOW.confirm(sb, ref, reserve)
-    return JSON(answer)
+    with current(request) as sb:
+        return JSON(FLOW.confirm(sb, ref, sb.balances.reserve_cost))
 
 
 @router.get("/transactions/{ref}", response_model=s.Transaction)
 async def get_transaction(request: Request, ref: str) -> JSON:
-    return JSON(FLOW.read_item(sandbox(request), ref))
+    with current(request) as sb:
+        return JSON(FLOW.item(sb.store, ref))
 
 
 busy_first(router, "/quotations", "/quotations/{ref}/transactions", "/transactions/{ref}/confirm",

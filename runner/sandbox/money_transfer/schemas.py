@@ -8,7 +8,8 @@ from decimal import Decimal
 
 from pydantic import Field
 
-from runner.sandbox.core.schemas import Money, Party, Request, Resource, Str
+from runner import rules
+from runner.sandbox.core.schemas import Confirmable, Money, Party, Request, Resource, Str
 
 
 class Service(Resource):
@@ -99,32 +100,24 @@ class Balance(Resource):
     credit_facility: Decimal
 
 
-class CreditPartyIdentifier(Request):
-    msisdn: Str = None
-    bank_account_number: Str = None
-    swift_bic_code: Str = None
-    iban: Str = None
+class CreditPartyIdentifier(Request, rules.CreditPartyIdentifierFields):
+    pass
 
 
-class Sender(Party):
-    beneficiary_relationship: Str = None
-    source_of_funds: Str = None
-    bank_account_number: Str = None
+class Sender(Party, rules.SenderFields):
+    pass
 
 
-class Beneficiary(Party):
-    bank_account_holder_name: Str = None
+class Beneficiary(Party, rules.BeneficiaryFields):
+    pass
 
 
-class SourceIn(Request):
-    country_iso_code: str
-    currency: str
-    amount: Decimal | None = None
+class SourceIn(Request, rules.CountryAmountFields):
+    pass
 
 
-class DestinationIn(Request):
-    currency: str
-    amount: Decimal | None = None
+class DestinationIn(Request, rules.AmountFields):
+    pass
 
 
 class QuotationRequest(Request):
@@ -169,14 +162,7 @@ class TransactionRequest(Request):
     additional_information_3: Str = None
 
 
-class Transaction(Resource):
-    id: int
-    status: str
-    status_message: str
-    status_class: str
-    status_class_message: str
-    external_id: str
-    external_code: str | None
+class Transaction(Confirmable):
     payer_transaction_reference: str | None
     payer_transaction_code: str | None
     creation_date: str

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from runner import rules
 from runner.sandbox.accounts.schemas import AccountBalance
 from runner.sandbox.core.schemas import Request, Resource, Str, Text
 
@@ -47,30 +48,11 @@ class Merchant(Resource):
     update_date: str
 
 
-class PayoutBankAccountCreate(Request):
-    address_line_1: Str = None
-    address_line_2: Str = None
-    bank_name: Str = None
-    bank_address: Str = None
-    bank_country_iso_code: Str = None
-    bank_routing_code: Str = None
-    bank_branch_code: Str = None
+class PayoutBankAccountCreate(Request, rules.PayoutBankAccountFields):
     bic: Text
-    card_number: Str = None
-    external_id: Str = None
-    external_account_id: Str = None
-    external_account_type: Str = None
     iban: Text
-    holder_name: Str = None
-    holder_email: Str = None
-    holder_phone: Str = None
     format: Text = Field(description="IBAN (the only value the document shows)")
     label: Text
-    registration_number: Str = None
-    representative_id_number: Str = None
-    representative_name: Str = None
-    target_currency: Str = None
-    tax_id: Str = None
 
 
 class PayoutBankAccount(PayoutBankAccountCreate):

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 
 from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import JSON, ApiError
-from runner.sandbox.core.routing import DecimalRoute, sandbox
+from runner.sandbox.core.routing import DecimalRoute, current, sandbox
 from runner.sandbox.core.schemas import Status
 from runner.sandbox.payment_orders import catalogue as pc
 from runner.sandbox.payment_orders import checks
@@ -222,9 +222,7 @@ async def create_payment_order_from_quotation(request: Request, ref: str,
 @router.get("/payment-orders/{ref}", response_model=ps.PaymentOrder)
 async def get_payment_order(request: Request, ref: str) -> JSON:
     """``ref``: the id (PO and 10 digits), ``ext-{external_id}``, or the external id."""
-    sb = sandbox(request)
-    with sb.store.lock:
-        sb.lifecycle.advance()
+    with current(request) as sb:
         return JSON(sb.payment_orders.order(ref))
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from runner import rules
 from runner.sandbox.core.schemas import AmountIn, Money, Request, Resource, Str
 
 Required = Field(min_length=1)
@@ -36,96 +37,33 @@ class PaymentQuotationCreate(Request):
     quotation_mode: Literal["REQUESTED_AMOUNT", "PROCESSED_AMOUNT"]
 
 
-class MerchantUrls(Request):
-    aborted_url: Str = None
-    error_url: Str = None
-    return_url: Str = None
-    notification_url: Str = None
+class MerchantUrls(Request, rules.MerchantUrlsFields):
+    pass
 
 
-class PaymentInformation(Request):
-    card_number: Str = None
-    card_cvv: Str = None
-    card_expiration_year: Str = None
-    card_expiration_month: Str = None
-    card_holder_name: Str = None
-    email: Str = None
-    phone_number: Str = None
-    token_id: Str = None
-    bank_account_number: Str = None
-    account_holder_name: Str = None
-    otp: Str = None
-    msisdn: Str = None
-    qrcode: Str = None
-    bank_id: Str = None
+class PaymentInformation(Request, rules.PaymentInformationFields):
+    pass
 
 
-class Address(Request):
-    address_line_1: Str = None
-    address_line_2: Str = None
-    city: Str = None
-    company_name: Str = None
-    country_iso_code: Str = None
-    custom_data: Str = None
-    first_name: Str = None
-    home_phone: Str = None
-    last_name: Str = None
-    mobile_phone: Str = None
-    region: Str = None
-    title: Str = None
-    zip_code: Str = None
+class Address(Request, rules.AddressFields):
+    pass
 
 
-class OrderCustomer(Request):
-    account_creation_date: Str = None
-    date_of_birth: Str = None
-    company_name: Str = None
-    culture: Str = None
-    custom_data: Str = None
-    email: Str = None
-    first_name: Str = None
-    home_phone: Str = None
-    id: Str = None
-    last_name: Str = None
-    mobile_phone: Str = None
-    title: Str = None
+class OrderCustomer(Request, rules.CustomerFields):
+    pass
 
 
-class CartDelivery(Request):
-    label: Str = None
-    type: Str = None
-    speed: Str = None
-    expected_date: Str = None
-    expected_delay: int | None = None
-    custom_data: Str = None
+class CartDelivery(Request, rules.DeliveryFields):
+    pass
 
 
-class CartItem(Request):
-    brand: Str = None
-    category: Str = None
-    label: Str = None
-    custom_data: Str = None
-    merchant_category_1: Str = None
-    merchant_category_2: Str = None
-    merchant_item_id: Str = None
-    quantity: int | None = Field(default=None, ge=1)
-    type: Str = None
-    unit_price: AmountIn | None = None
-    url: Str = None
-    vat: AmountIn | None = None
-    delivery: CartDelivery | None = None
+class CartItem(Request, rules.CartItemFields[AmountIn, CartDelivery]):
+    pass
 
 
-class MerchantOrder(Request):
-    total: AmountIn | None = None
-    tax: AmountIn | None = None
-    searchable_custom_data_1: Str = None
-    searchable_custom_data_2: Str = None
-    custom_data: Str = None
-    billing_address: Address | None = None
-    shipping_address: Address | None = None
-    customer: OrderCustomer | None = None
-    cart_items: list[CartItem] | None = None
+class MerchantOrder(Request,
+                    rules.MerchantOrderFields[AmountIn, Address, OrderCustomer, CartItem]):
+    pass
 
 
 class QuotationPaymentOrderCreate(Request):
