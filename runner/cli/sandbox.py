@@ -48,7 +48,9 @@ def _option(s: Setting) -> Decorator:
     name = s.option
     assert name is not None
     kw: dict[str, Any] = {"help": k.help or None, "envvar": k.envvar, "metavar": k.metavar}
-    default = s.default if k.written_default is None else k.written_default
+    default = s.default
+    if isinstance(default, tuple):
+        default = ",".join(f"{value:g}" for value in default)  # as Knob.read reads it
     if k.read is not None:
         kw["type"] = _Read(k.read, k.metavar)
     elif s.type is bool:

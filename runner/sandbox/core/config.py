@@ -87,8 +87,7 @@ class SandboxConfig:
     # A ping not answered 2xx is repeated after each of these (10 min, 1 h).
     notification_delays: tuple[float, ...] = knob(
         (600.0, 3600.0), help="Real seconds before each repeat of an unanswered payment "
-        "order ping.", unit=REAL_SECONDS, timing=True, metavar="S,S", read=read_delays,
-        written_default="600,3600")
+        "order ping.", unit=REAL_SECONDS, timing=True, metavar="S,S", read=read_delays)
     # Auth: a Date header further off than this is refused
     date_tolerance: float = knob(
         300.0, help="Largest accepted clock difference of the Date header, seconds.",

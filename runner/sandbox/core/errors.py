@@ -20,6 +20,7 @@ from typing import Any
 import simplejson
 from starlette.responses import Response
 
+from runner.sandbox.core import paths
 from runner.sandbox.core.auth import AuthFailure
 
 MESSAGES = {
@@ -102,7 +103,6 @@ COLLECTION_MESSAGES = {
 }
 COLLECTION_STATUSES = {"1000403": 403, "1000500": 500, "2001401": 500, "2001501": 503}
 MESSAGES.update(COLLECTION_MESSAGES)
-COLLECTION_PREFIXES = ("/v1/payment/", "/v1/account/", "/v1/onboarding/")
 
 
 def collection_invalid(kind: str, field: str, problem: str) -> ApiError:
@@ -198,7 +198,7 @@ class Dialect:
 class CollectionDialect(Dialect):
     """Document 1 (payment orders, operations, accounts, onboarding): codes of its own."""
 
-    prefixes = COLLECTION_PREFIXES
+    prefixes = paths.COLLECTION
     basic_only = True
 
     def fault(self, content_type: str | None, kind: str) -> Response | None:

@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from runner.sandbox.core import paths
 from runner.sandbox.core.knobs import knob, settings
 
 GROUPS = ("ping", "discovery", "balances", "parties", "quotations", "create", "confirm",
           "lookups", "payment_orders", "operations", "accounts", "onboarding", "legacy")
-COLLECTION = ("/v1/payment/", "/v1/account/", "/v1/onboarding/")
 
 
 @dataclass
@@ -67,11 +67,11 @@ def group_of(method: str, path: str) -> str | None:
     """The endpoint group of a provider call; None for paths outside the provider API."""
     if path in ("/ping", "/v1/payment/ping"):
         return "ping"
-    if path.startswith("/Rest/"):
+    if path.startswith(paths.LEGACY):
         return "legacy"
     if not path.startswith("/v1/"):
         return None
-    if path.startswith(COLLECTION):
+    if path.startswith(paths.COLLECTION):
         return _collection_group(method, path)
     if method == "GET":
         if path.endswith("/balances"):

@@ -32,9 +32,8 @@ class Knob:
     show_default: bool = True
     repeat: bool = False  # the option may be given several times; each value is read alone
     # The option's text to the value (ValueError when it is not one); None: by the field's type.
+    # A tuple's default is written with commas between its values.
     read: Callable[[str], Any] | None = None
-    # The default as the option writes it, when that is not the value itself (a tuple).
-    written_default: str | None = None
 
 
 def knob(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,

@@ -14,10 +14,10 @@ from typing import Any
 import simplejson
 from starlette.responses import Response
 
+from runner.sandbox.core import paths
 from runner.sandbox.core.auth import AuthFailure, MissingCredentials
 from runner.sandbox.core.errors import RETRY_LATER, Dialect
 
-PREFIX = "/Rest/"
 MESSAGES = {
     1000: "Success", 2000: "Invalid data", 2500: "Operation not allowed",
     3000: "Operation refused", 5000: "Remote technical error, status unknown",
@@ -73,7 +73,7 @@ class LegacyDialect(Dialect):
     faults (9500, 5050), unknown paths (9404), methods other than POST (9405), failures
     (9500)."""
 
-    prefixes = (PREFIX,)
+    prefixes = (paths.LEGACY,)
     basic_only = True
 
     def refused(self, content_type: str | None, failure: AuthFailure) -> Response:
