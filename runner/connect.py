@@ -61,11 +61,10 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
     from runner.sandbox import SandboxConfig, start_in_thread
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    config = SandboxConfig(
-        port=0, api_key=job.provider.api_key.get_secret_value(),
+    config = SandboxConfig.embedded(
+        api_key=job.provider.api_key.get_secret_value(),
         api_secret=job.provider.api_secret.get_secret_value(), header_brand=job.provider.brand,
-        state_file=state_dir / "sandbox.jsonl", submit_delay=0.5, complete_delay=0.5,
-        validation_delay=0.5)
+        state_file=state_dir / "sandbox.jsonl")
     with start_in_thread(config) as sandbox:
         provider = _clients(job, sandbox.url, pool)
         try:

@@ -19,8 +19,7 @@ from conftest import KEY, SECRET, Api, body, error_of
 import runner.sandbox.server
 from runner.cli import main
 from runner.provider.auth import DigestAuth
-from runner.sandbox import SandboxConfig
-from runner.sandbox.config import FaultRule
+from runner.sandbox import FaultRule, SandboxConfig
 
 MT = "/v1/money-transfer"
 SERVICES = f"{MT}/services"

@@ -17,7 +17,7 @@ import simplejson
 from conftest import KEY, SECRET, Admin, Api, body, error_of
 from notification_receiver import Receiver
 
-import runner.sandbox.legacy
+import runner.sandbox.legacy_pay.models
 from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox
 
@@ -299,7 +299,7 @@ def test_an_internal_failure_is_9500(sandbox: RunningSandbox,
     def broken(*args: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner.sandbox.legacy, "_pay", broken)
+    monkeypatch.setattr(runner.sandbox.legacy_pay.models, "pay_order", broken)
     returned(send(sandbox, request_of("b-1"), XML_TYPE), 500, 9500, "Internal error", xml=True)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
+from runner import rules
 from runner.errors import FieldProblem
 from runner.job.fields import Amount, JobModel, Text
 
@@ -58,96 +59,32 @@ class AccountTransferItem(JobModel):
     custom_data: Text = None
 
 
-class MerchantUrls(JobModel):
-    aborted_url: Text = None
-    error_url: Text = None
-    return_url: Text = None
-    notification_url: Text = None
+class MerchantUrls(JobModel, rules.MerchantUrlsFields):
+    pass
 
 
-class PaymentInformation(JobModel):
-    card_number: Text = None
-    card_cvv: Text = None
-    card_expiration_year: Text = None
-    card_expiration_month: Text = None
-    card_holder_name: Text = None
-    email: Text = None
-    phone_number: Text = None
-    token_id: Text = None
-    bank_account_number: Text = None
-    account_holder_name: Text = None
-    otp: Text = None
-    msisdn: Text = None
-    qrcode: Text = None
-    bank_id: Text = None
+class PaymentInformation(JobModel, rules.PaymentInformationFields):
+    pass
 
 
-class Address(JobModel):
-    address_line_1: Text = None
-    address_line_2: Text = None
-    city: Text = None
-    company_name: Text = None
-    country_iso_code: Text = None
-    custom_data: Text = None
-    first_name: Text = None
-    home_phone: Text = None
-    last_name: Text = None
-    mobile_phone: Text = None
-    region: Text = None
-    title: Text = None
-    zip_code: Text = None
+class Address(JobModel, rules.AddressFields):
+    pass
 
 
-class Customer(JobModel):
-    account_creation_date: Text = None
-    date_of_birth: Text = None
-    company_name: Text = None
-    culture: Text = None
-    custom_data: Text = None
-    email: Text = None
-    first_name: Text = None
-    home_phone: Text = None
-    id: Text = None
-    last_name: Text = None
-    mobile_phone: Text = None
-    title: Text = None
+class Customer(JobModel, rules.CustomerFields):
+    pass
 
 
-class Delivery(JobModel):
-    label: Text = None
-    type: Text = None
-    speed: Text = None
-    expected_date: Text = None
-    expected_delay: int | None = None
-    custom_data: Text = None
+class Delivery(JobModel, rules.DeliveryFields):
+    pass
 
 
-class CartItem(JobModel):
-    brand: Text = None
-    category: Text = None
-    label: Text = None
-    custom_data: Text = None
-    merchant_category_1: Text = None
-    merchant_category_2: Text = None
-    merchant_item_id: Text = None
-    quantity: int | None = Field(default=None, ge=1)
-    type: Text = None
-    unit_price: Money | None = None
-    url: Text = None
-    vat: Money | None = None
-    delivery: Delivery | None = None
+class CartItem(JobModel, rules.CartItemFields[Money, Delivery]):
+    pass
 
 
-class MerchantOrder(JobModel):
-    total: Money | None = None
-    tax: Money | None = None
-    searchable_custom_data_1: Text = None
-    searchable_custom_data_2: Text = None
-    custom_data: Text = None
-    billing_address: Address | None = None
-    shipping_address: Address | None = None
-    customer: Customer | None = None
-    cart_items: list[CartItem] | None = None
+class MerchantOrder(JobModel, rules.MerchantOrderFields[Money, Address, Customer, CartItem]):
+    pass
 
 
 class Processed(JobModel):
@@ -287,30 +224,9 @@ class Merchant(JobModel):
     custom_data: dict[str, Any] | None = None
 
 
-class PayoutBankAccount(JobModel):
-    address_line_1: Text = None
-    address_line_2: Text = None
-    bank_name: Text = None
-    bank_address: Text = None
-    bank_country_iso_code: Text = None
-    bank_routing_code: Text = None
-    bank_branch_code: Text = None
-    bic: str
-    card_number: Text = None
-    external_id: Text = None
-    external_account_id: Text = None
+class PayoutBankAccount(JobModel, rules.PayoutBankAccountFields):
     external_account_type: Literal["SAVINGS", "DEPOSIT", "CHECKING", "OTHERS"] | None = None
-    iban: str
-    holder_name: Text = None
-    holder_email: Text = None
-    holder_phone: Text = None
     format: str = Field(description="kind of account number stored, e.g. IBAN")
-    label: str
-    registration_number: Text = None
-    representative_id_number: Text = None
-    representative_name: Text = None
-    target_currency: Text = None
-    tax_id: Text = None
 
 
 class Account(JobModel):

@@ -19,6 +19,7 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from runner import rules
 from runner.errors import FieldProblem
 from runner.job import fields
 from runner.job.fields import Amount, JobModel, Text, require_amount
@@ -33,42 +34,23 @@ IdType = Literal[
 SourceOfFunds = Literal["CASH", "BUSINESS", "GIFT", "SALARY", "LOTTERY", "SAVINGS", "OTHER"]
 
 
-class PaymentAmount(JobModel):
-    country_iso_code: str
-    currency: str
+class PaymentAmount(JobModel, rules.CountryAmountFields):
     amount: Amount | None = None
 
 
-class CollectionAmount(JobModel):
-    currency: str
+class CollectionAmount(JobModel, rules.AmountFields):
     amount: Amount | None = None
 
 
-class DebitPartyIdentifier(JobModel):
-    msisdn: Text = None
-    bank_account_number: Text = None
-    iban: Text = None
-    clabe: Text = None
-    swift_bic_code: Text = None
-    bik_code: Text = None
-    ifs_code: Text = None
-    sort_code: Text = None
-    aba_routing_number: Text = None
-    bsb_number: Text = None
-    branch_number: Text = None
-    routing_code: Text = None
+class DebitPartyIdentifier(JobModel, rules.DebitPartyIdentifierFields):
     account_type: Literal["CHECKING", "SAVINGS"] | None = None
-    account_number: Text = None
-    card_number: Text = None
-    email: Text = None
 
 
-class Consumer(Party):
+class Consumer(Party, rules.ConsumerFields):
     """The person fields of document 2's parties, with this document's enumerations."""
 
-    gender: Gender | None = None  # type: ignore[assignment]
-    id_type: IdType | None = None  # type: ignore[assignment]
-    bank_account_holder_name: Text = None
+    gender: Gender | None = None
+    id_type: IdType | None = None
     source_of_funds: SourceOfFunds | None = None
 
 
@@ -97,11 +79,8 @@ class MerchantPaymentItem(JobModel):
         return self
 
 
-class LegacyMerchantUrls(JobModel):
-    ReturnUrl: Text = None
-    AbortedUrl: Text = None
-    ErrorUrl: Text = None
-    ServerNotificationUrl: Text = None
+class LegacyMerchantUrls(JobModel, rules.LegacyMerchantUrlsFields):
+    pass
 
 
 class LegacyCustomer(JobModel):

@@ -13,63 +13,32 @@ from typing import Literal, Self
 
 from pydantic import model_validator
 
+from runner import rules
 from runner.job.fields import Amount, JobModel, Rate, Text, require_amount
 
 
-class Source(JobModel):
-    country_iso_code: str
-    currency: str
+class Source(JobModel, rules.CountryAmountFields):
     amount: Amount | None = None
 
 
-class Destination(JobModel):
-    currency: str
+class Destination(JobModel, rules.AmountFields):
     amount: Amount | None = None
 
 
-class CreditPartyIdentifier(JobModel):
-    msisdn: Text = None
-    bank_account_number: Text = None
-    swift_bic_code: Text = None
-    iban: Text = None
+class CreditPartyIdentifier(JobModel, rules.CreditPartyIdentifierFields):
+    pass
 
 
-class Party(JobModel):
+class Party(JobModel, rules.PartyFields):
     """The person fields a sender and a beneficiary share (all optional text)."""
 
-    lastname: Text = None
-    lastname2: Text = None
-    middlename: Text = None
-    firstname: Text = None
-    nativename: Text = None
-    nationality_country_iso_code: Text = None
-    code: Text = None
-    date_of_birth: Text = None
-    country_of_birth_iso_code: Text = None
-    gender: Text = None
-    address: Text = None
-    postal_code: Text = None
-    city: Text = None
-    country_iso_code: Text = None
-    msisdn: Text = None
-    email: Text = None
-    id_type: Text = None
-    id_country_iso_code: Text = None
-    id_number: Text = None
-    id_delivery_date: Text = None
-    id_expiration_date: Text = None
-    occupation: Text = None
-    province_state: Text = None
+
+class Sender(Party, rules.SenderFields):
+    pass
 
 
-class Sender(Party):
-    beneficiary_relationship: Text = None
-    source_of_funds: Text = None
-    bank_account_number: Text = None
-
-
-class Beneficiary(Party):
-    bank_account_holder_name: Text = None
+class Beneficiary(Party, rules.BeneficiaryFields):
+    pass
 
 
 class RemittanceItem(JobModel):

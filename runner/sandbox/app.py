@@ -1,7 +1,9 @@
-"""Wires the sandbox together: state, clock, lifecycle, callbacks, faults, auth, routers.
+"""Wires the sandbox together: the shared machinery (core/) and one package per service, as
+moto's backends and server wire its services.
 
-Errors are answered in the provider's body everywhere: a wrong type or missing field is 1000999
-naming the field, an unknown path is 1000404, anything unexpected is 1009001.
+Errors are answered in each family's words (core/errors.py's dialects): a wrong type or
+missing field is 1000999 naming the field (2001101 in document 1), an unknown path is
+1000404, anything unexpected is 1009001 (1000500; the legacy Pay's ReturnCodes on /Rest/).
 """
 
 from __future__ import annotations
@@ -15,33 +17,45 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
 
 from runner import __version__
-from runner.sandbox import (
-    accounts,
-    admin,
-    collection,
-    ledger,
-    legacy,
-    merchant_payment,
-    money_transfer,
-    onboarding,
-)
-from runner.sandbox.auth import Authenticator
-from runner.sandbox.callbacks import CallbackQueue
-from runner.sandbox.clock import SandboxClock
-from runner.sandbox.config import SandboxConfig
-from runner.sandbox.errors import (
+from runner.sandbox.accounts import models as ledger
+from runner.sandbox.accounts.responses import router as accounts
+from runner.sandbox.core import admin
+from runner.sandbox.core.auth import Authenticator
+from runner.sandbox.core.callbacks import CallbackQueue
+from runner.sandbox.core.clock import SandboxClock
+from runner.sandbox.core.config import SandboxConfig
+from runner.sandbox.core.errors import (
+    COLLECTION,
     JSON,
     ApiError,
-    collection_invalid,
+    Dialect,
+    dialect_of,
     error_response,
-    is_collection,
 )
-from runner.sandbox.faults import FaultState, ProviderMiddleware
-from runner.sandbox.lifecycle import Lifecycle
-from runner.sandbox.payment_orders import PaymentOrders
-from runner.sandbox.store import Store
+from runner.sandbox.core.faults import FaultState
+from runner.sandbox.core.lifecycle import Lifecycle
+from runner.sandbox.core.middleware import ProviderMiddleware
+from runner.sandbox.core.store import Store
+from runner.sandbox.legacy_pay.exceptions import LEGACY
+from runner.sandbox.legacy_pay.responses import router as legacy_pay
+from runner.sandbox.legacy_pay.schemas import openapi_schemas as legacy_schemas
+from runner.sandbox.merchant_payment import catalogue as merchant_catalogue
+from runner.sandbox.merchant_payment import models as merchant_payment
+from runner.sandbox.merchant_payment.responses import router as merchant_payments
+from runner.sandbox.money_transfer import catalogue as transfer_catalogue
+from runner.sandbox.money_transfer import models as money_transfer
+from runner.sandbox.money_transfer.responses import router as money_transfers
+from runner.sandbox.onboarding.responses import router as onboarding
+from runner.sandbox.payment_orders.models import PaymentOrders
+from runner.sandbox.payment_orders.responses import router as payment_orders
+
+# Families of paths with words of their own; the rest speak the provider's (documents 2, 3A).
+DIALECTS = (LEGACY, COLLECTION)
+ROUTERS = (money_transfers, merchant_payments, payment_orders, accounts, onboarding,
+           legacy_pay, admin.router)
 
 
 class Sandbox:
@@ -50,13 +64,19 @@ class Sandbox:
     def __init__(self, config: SandboxConfig, clock: SandboxClock | None = None) -> None:
         self.config = config
         self.clock = clock or SandboxClock()
-        self.store = Store(config.balances, config.state_file)
+        balances = config.balances
+        self.store = Store(transfer_catalogue.BALANCES if balances is None else balances,
+                           merchant_catalogue.BALANCES, config.state_file)
         self.clock.advance(self.store.clock_offset)  # a restart never turns the clock back
         self.store.clock = self.clock
         self.callbacks = CallbackQueue(config)
-        self.lifecycle = Lifecycle(self.store, self.clock, config, self.callbacks)
+        self.lifecycle = Lifecycle(self.store, self.clock, config)
         self.faults = FaultState(config.faults, config.slow_seconds, config.fault_seed)
         self.auth = Authenticator(config, self.store)
+        self.balances = money_transfer.Balances(self.store)
+        money_transfer.FLOW.attach(self.lifecycle, self.callbacks, self.balances.settle)
+        merchant_payment.FLOW.attach(self.lifecycle, self.callbacks,
+                                     merchant_payment.settler(self.store))
         self.payment_orders = PaymentOrders(self.store, self.clock, config, self.callbacks,
                                             self.lifecycle)
         ledger.attach(self.lifecycle)  # collection accounts: catalogue seed, validations
@@ -96,49 +116,39 @@ def build_app(config: SandboxConfig, clock: SandboxClock | None = None) -> FastA
     async def ping() -> JSON:
         return JSON({"status": "up"})
 
-    app.include_router(money_transfer.router)
-    app.include_router(merchant_payment.router)
-    app.include_router(collection.router)
-    app.include_router(accounts.router)
-    app.include_router(onboarding.router)
-    app.include_router(legacy.router)
-    app.include_router(admin.router)
+    for router in ROUTERS:
+        app.include_router(router)
+
+    def words(request: Request) -> tuple[Dialect, str | None]:
+        """The dialect of the request's path, and its content type (the legacy Pay answers
+        in the request's format)."""
+        return dialect_of(DIALECTS, request.url.path), request.headers.get("content-type")
 
     @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError) -> JSON:
-        return error_response(exc)  # type: ignore[return-value]
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSON:
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0]
         field = _field(tuple(first.get("loc", ())))
         if first.get("type") == "json_invalid":
             field = "body"
-        if is_collection(request.url.path):  # document 1 has codes of its own
-            return error_response(collection_invalid(  # type: ignore[return-value]
-                str(first.get("type")), field, str(first.get("msg"))))
-        return error_response(ApiError("1000999", f"{field}: {first.get('msg')}"))  # type: ignore[return-value]
+        dialect, kind = words(request)
+        return dialect.invalid(kind, str(first.get("type")), field, str(first.get("msg")))
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSON:
-        if request.url.path.startswith(legacy.PREFIX):
-            return legacy.http_error(request, exc.status_code)  # type: ignore[return-value]
-        if exc.status_code == 405 and is_collection(request.url.path):
-            return error_response(ApiError("1000400", "method not allowed", status=405))  # type: ignore[return-value]
-        if exc.status_code == 405:
-            return error_response(ApiError("1000999", "method not allowed", status=405))  # type: ignore[return-value]
-        return error_response(ApiError("1000404", request.url.path))  # type: ignore[return-value]
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        dialect, kind = words(request)
+        return dialect.http_error(kind, request.url.path, exc.status_code)
 
     @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSON:
-        if request.url.path.startswith(legacy.PREFIX):
-            return legacy.http_error(request, 500)  # type: ignore[return-value]
-        if is_collection(request.url.path):
-            return error_response(ApiError("1000500"))  # type: ignore[return-value]
-        return error_response(ApiError("1009001"))  # type: ignore[return-value]
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        dialect, kind = words(request)
+        return dialect.unexpected(kind)
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    app.add_middleware(ProviderMiddleware, faults=sb.faults, auth=sb.auth)
+    app.add_middleware(ProviderMiddleware, faults=sb.faults, auth=sb.auth, dialects=DIALECTS)
     return app
 
 
@@ -159,11 +169,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                    "description": f"Base64 HMAC-SHA-256 of apikey + nonce + Date, keyed with the "
                                   f"API secret; with X-{brand}-apikey, X-{brand}-nonce and Date"},
     }
-    schema["components"].setdefault("schemas", {}).update(legacy.openapi_schemas())
+    schema["components"].setdefault("schemas", {}).update(legacy_schemas())
     for path, ops in schema["paths"].items():
         if not path.startswith("/_admin"):
             # Document 1 and the legacy Pay take Basic only.
-            basic_only = is_collection(path) or path.startswith(legacy.PREFIX)
+            basic_only = dialect_of(DIALECTS, path).basic_only
             for op in ops.values():
                 op["security"] = [{"basic": []}] if basic_only else [{"basic": []}, {"digest": []}]
     app.openapi_schema = schema

@@ -17,8 +17,8 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from runner.sandbox.app import Sandbox, build_app
-from runner.sandbox.clock import SandboxClock
-from runner.sandbox.config import SandboxConfig
+from runner.sandbox.core.clock import SandboxClock
+from runner.sandbox.core.config import SandboxConfig
 
 
 class AbortableProtocol(HttpToolsProtocol):
