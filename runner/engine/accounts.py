@@ -60,6 +60,7 @@ class _Statement:
 class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     """What payouts and transfers share: one POST, its lookup, the poll, the pre-flight."""
 
+    request = ""  # "payout", "transfer": the kind of request, as the client names it
     noun = ""  # "payout request", for messages
     final_status = ""  # the status (lower case) that ends the request well
 
@@ -74,14 +75,22 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     def money(self, item: RequestT) -> Money:
         raise NotImplementedError
 
+    def beneficiary(self, item: RequestT) -> str:
+        """Where the money goes: a payout bank account, or the target account."""
+        raise NotImplementedError
+
+    def summary_of(self, item: RequestT) -> dict[str, Any]:
+        return {"beneficiary": self.beneficiary(item),
+                "identifier": {"from": item.source_account_id}}
+
     def body(self, entry: Entry[RequestT]) -> dict[str, Any]:
         return {"external_reference": entry.ref, **entry.item.model_dump(exclude_none=True)}
 
     def send(self, body: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        return self.client.create_request(self.request, body)
 
     def find(self, reference: str) -> Any | None:
-        raise NotImplementedError
+        return self.client.find_request(self.request, reference)
 
     def differences(self, entry: Entry[RequestT], found: dict[str, Any]) -> list[str]:
         """How the request the provider holds differs from the item (empty: it is ours)."""
@@ -265,21 +274,15 @@ class PayoutFlow(_AccountRequestFlow[PayoutItem]):
     """A payout request from an account to one of its payout bank accounts."""
 
     commit_step = "payout_request"
+    request = "payout"
     noun = "payout request"
     final_status = "charged"
 
     def money(self, item: PayoutItem) -> Money:
         return item.payout
 
-    def summary_of(self, item: PayoutItem) -> dict[str, Any]:
-        return {"beneficiary": item.payout_bank_account_id,
-                "identifier": {"from": item.source_account_id}}
-
-    def send(self, body: dict[str, Any]) -> Any:
-        return self.client.create_payout_request(body)
-
-    def find(self, reference: str) -> Any | None:
-        return self.client.find_payout_request(reference)
+    def beneficiary(self, item: PayoutItem) -> str:
+        return item.payout_bank_account_id
 
     def differences(self, entry: Entry[PayoutItem], found: dict[str, Any]) -> list[str]:
         item: PayoutItem = entry.item
@@ -305,21 +308,15 @@ class AccountTransferFlow(_AccountRequestFlow[AccountTransferItem]):
     """A transfer request between two accounts, its entries checked once validated."""
 
     commit_step = "transfer_request"
+    request = "transfer"
     noun = "transfer request"
     final_status = "validated"
 
     def money(self, item: AccountTransferItem) -> Money:
         return item.transfer
 
-    def summary_of(self, item: AccountTransferItem) -> dict[str, Any]:
-        return {"beneficiary": item.target_account_id,
-                "identifier": {"from": item.source_account_id}}
-
-    def send(self, body: dict[str, Any]) -> Any:
-        return self.client.create_transfer_request(body)
-
-    def find(self, reference: str) -> Any | None:
-        return self.client.find_transfer_request(reference)
+    def beneficiary(self, item: AccountTransferItem) -> str:
+        return item.target_account_id
 
     def differences(self, entry: Entry[AccountTransferItem], found: dict[str, Any]
                     ) -> list[str]:

@@ -27,7 +27,6 @@ from runner.cards import mask
 from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.merchant_payment import MerchantPaymentItem
-from runner.provider.http import ext
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.state import ItemChanges
 
@@ -62,16 +61,6 @@ class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]
             return r.source_currency, r.source_amount
         side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
         return (side.currency, side.amount) if side.amount is not None else None
-
-    # ------------------------------------------------------------ the provider's calls
-    def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
-        return self.client.create_payment(quotation_ref, body)
-
-    def find_object(self, ref: str) -> Any | None:
-        return self.client.find_payment(ref)
-
-    def confirm_object(self, ref: str) -> Any:
-        return self.client.confirm_payment(ext(ref), ref)
 
     # ------------------------------------------------------------ what is this item's
     def quotation_matches(self, entry: Entry[MerchantPaymentItem],

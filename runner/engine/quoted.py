@@ -10,9 +10,10 @@ this item, else the item is a conflict. Confirm is the commit. Status classes 2,
 are waited for; 7 (COMPLETED) settles the item; 3, 4, 8, 9 fail it with the provider's
 status.
 
-Steps: new -> quoted -> created -> confirmed -> final. A subclass names its created object
-(``created``), the fields of its quotation request, the client calls, what it keeps of a
-quotation, and how it recognises its own quotation and object.
+Steps: new -> quoted -> created -> confirmed -> final. The calls are the service client's
+(``runner.provider.quoted``); a subclass names its created object (``created``), the fields of
+its quotation request, what it keeps of a quotation, and how it recognises its own quotation
+and object.
 """
 
 from __future__ import annotations
@@ -20,26 +21,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from runner.engine.flow import Entry, Flow, ItemT
 from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
 from runner.provider.http import ext
+from runner.provider.quoted import QuotedServiceClient
 from runner.state import ItemChanges
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
 CREATED = "10000"
 
-
-class QuotingClient(Protocol):
-    """The quotation calls the money transfer and merchant payment services share."""
-
-    def create_quotation(self, body: dict[str, Any]) -> Any: ...
-
-    def find_quotation(self, external_id: str) -> Any | None: ...
-
-
-ClientT = TypeVar("ClientT", bound=QuotingClient)
+ClientT = TypeVar("ClientT", bound=QuotedServiceClient)
 
 
 def given(fields: dict[str, Any] | None) -> dict[str, Any]:
@@ -56,15 +49,6 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     quotation_fields: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------ what a subclass says
-    def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-    def find_object(self, ref: str) -> Any | None:
-        raise NotImplementedError
-
-    def confirm_object(self, ref: str) -> Any:
-        raise NotImplementedError
-
     def quotation_matches(self, entry: Entry[ItemT], quotation: dict[str, Any]) -> bool:
         raise NotImplementedError
 
@@ -113,7 +97,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
         if entry.record.intent != "confirm":
             return
-        obj = self.read(lambda: self.find_object(entry.ref))
+        obj = self.read(lambda: self.client.find_made(entry.ref))
         if obj is not None and obj["status"] != CREATED:
             self._status(entry, obj, step="confirmed")
         elif obj is not None:
@@ -121,7 +105,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
 
     def poll(self, entry: Entry[ItemT]) -> bool:
         """Read the status once; True when the item is final."""
-        obj = self.read(lambda: self.find_object(entry.ref))
+        obj = self.read(lambda: self.client.find_made(entry.ref))
         if obj is not None:
             self._status(entry, obj, step="confirmed")
         return entry.record.step == "final"
@@ -175,11 +159,11 @@ class QuotedFlow(Flow[ItemT, ClientT]):
                                                             exclude_none=True)}
         found = None
         if entry.record.intent == self.created:
-            found = self.read(lambda: self.find_object(ref))
+            found = self.read(lambda: self.client.find_made(ref))
         try:
             obj = found or self._post(entry, self.created, body,
-                                      lambda: self.create_object(ext(ref), body),
-                                      lambda: self.find_object(ref))
+                                      lambda: self.client.create_from_quotation(ext(ref), body),
+                                      lambda: self.client.find_made(ref))
         except QuotationExpired:
             self._next_attempt(entry)
             return True
@@ -210,7 +194,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     def _confirm_once(self, entry: Entry[ItemT]) -> bool:
         """One confirm; True when a new attempt (-rN) was started and needs confirming."""
         ref = entry.ref
-        find: Callable[[], Any] = lambda: self.find_object(ref)  # noqa: E731
+        find: Callable[[], Any] = lambda: self.client.find_made(ref)  # noqa: E731
         if entry.record.intent == "confirm":
             obj = self.read(find)
             if obj is not None and obj["status"] != CREATED:
@@ -218,7 +202,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
                 return False
         try:
             obj = self._post(entry, "confirm", {self.created: ref},
-                             lambda: self.confirm_object(ref),
+                             lambda: self.client.confirm(ext(ref), ref),
                              lambda: self._confirmed_or_none(ref))
         except AlreadyConfirmed:
             obj = self.read(find)
@@ -236,7 +220,7 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     def _confirmed_or_none(self, ref: str) -> Any | None:
         """A lost confirm is resolved by the object's status: still CREATED means the
         confirm did not happen (so it may be sent again)."""
-        obj = self.find_object(ref)
+        obj = self.client.find_made(ref)
         if obj is None or obj["status"] == CREATED:
             return None
         return obj

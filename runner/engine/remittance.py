@@ -16,7 +16,6 @@ from runner.cards import mask
 from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.money_transfer import RemittanceItem
-from runner.provider.http import ext
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.state import ItemChanges
 
@@ -44,16 +43,6 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
     def usable(self) -> dict[str, Decimal]:
         return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
                 for b in self.read(self.client.balances)}
-
-    # ------------------------------------------------------------ the provider's calls
-    def create_object(self, quotation_ref: str, body: dict[str, Any]) -> Any:
-        return self.client.create_transaction(quotation_ref, body)
-
-    def find_object(self, ref: str) -> Any | None:
-        return self.client.find_transaction(ref)
-
-    def confirm_object(self, ref: str) -> Any:
-        return self.client.confirm_transaction(ext(ref), ref)
 
     # ------------------------------------------------------------ what is this item's
     def quotation_matches(self, entry: Entry[RemittanceItem], quotation: dict[str, Any]) -> bool:
