@@ -10,13 +10,18 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── FieldProblem               a model validator's word on one field; a ValueError too,
     │                              so that pydantic reports it (and runner.job makes it a JobError)
     ├── StateError                 the state database (bad schema, corrupt file)
-    │   └── LeaseHeld              exit 75; another run holds the job's lease
+    │   ├── LeaseHeld              exit 75; another run holds the job's lease
+    │   └── StateMissing           exit 2; a command that only reads was given no database
+    ├── PlanRefused                exit 2; `runner apply` will not pay this plan (changed,
+    │                              expired, a rate moved, four eyes): nothing was sent
     ├── SummaryError               exit 3; the summary could not be rendered, written or
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
     ├── ItemError                  the engine's verdict on one item's call; the run catches it
     │   ├── ItemConflict           the provider holds something else under the external_id
     │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
+    │   ├── NoLookup               the provider cannot find the item by its external_id
+    │   │                          (rule 5): reconciliation says what it compared instead
     │   └── ProviderDown           exit 75; unreachable, or "later" after every retry: the
     │                              run stops and resumes later
     └── ProviderError              an answer (or none): status, code, message, endpoint,
@@ -148,6 +153,24 @@ class LeaseHeld(StateError):
     exit_code = 75
 
 
+class StateMissing(StateError):
+    """A command that only reads the state (status, reconcile) was pointed at a database
+    that does not exist: it is not created empty, which would read as "nothing was paid"."""
+
+    exit_code = 2
+
+
+class PlanRefused(RunnerError):
+    """A plan file cannot be applied as it stands; ``reasons`` says every why. Nothing was
+    sent: make a new plan (and have it approved again)."""
+
+    exit_code = 2
+
+    def __init__(self, reasons: Iterable[str]) -> None:
+        self.reasons = list(reasons)
+        super().__init__("the plan is refused: " + "; ".join(self.reasons))
+
+
 class SummaryError(RunnerError):
     """The summary of a run could not be made or delivered; the items are not affected.
 
@@ -173,6 +196,11 @@ class ItemConflict(ItemError):
 
 class ItemInDoubt(ItemError):
     """A call's outcome could not be learnt, even by lookup: try again in a later run."""
+
+
+class NoLookup(ItemError):
+    """The provider has no lookup of this item by its external_id (an operation, a Pay
+    without its order): the message says what can be compared instead, and how."""
 
 
 class ProviderDown(ItemError):

@@ -13,8 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import LeaseHeld, StateError
-from runner.state import LEASE_TTL, ItemRecord, StateStore, open_store
+from runner.errors import LeaseHeld, StateError, StateMissing
+from runner.state import (
+    LEASE_TTL,
+    Approval,
+    ItemRecord,
+    RetryRecord,
+    StateStore,
+    derived_ref,
+    empty_store,
+    open_store,
+)
 
 JOB = "pay-2026-11"
 
@@ -142,3 +151,44 @@ def test_only_unknown_or_conflicting_items_are_resolved_by_hand(store: StateStor
     assert u is not None and (u.outcome, u.error_message) == (
         "settled", "by hand: found DONE in the back office")
     assert [(a.step, a.result) for a in store.attempts("u")] == [("resolve", "settled")]
+
+
+def test_a_retry_starts_the_items_next_lineage_and_is_kept(store: StateStore) -> None:
+    store.insert_items([record("b")])
+    store.update_item("b", step="final", outcome="failed", status="30201",
+                      error_code="30201", error_message="REJECTED-BARRED-BENEFICIARY",
+                      transaction_id=7)
+    run_id = store.start_run(JOB, "job.yaml")
+    store.start_retry(RetryRecord("b", JOB, 2, "b-f2", "b", "30201", "30201",
+                                  "REJECTED-BARRED-BENEFICIARY", True, run_id),
+                      step="new", outcome="pending", transaction_id=None, error_code=None,
+                      fingerprint="f-new")
+    b = store.item("b")
+    assert b is not None and (b.lineage, b.ref, b.step, b.outcome, b.transaction_id,
+                              b.fingerprint) == (2, "b-f2", "new", "pending", None, "f-new")
+    [retry] = store.retries(JOB)
+    assert (retry.previous_ref, retry.ref, retry.previous_status, retry.changed,
+            retry.run_id) == ("b", "b-f2", "30201", True, run_id)
+    assert retry.at is not None and store.retries("other") == []
+    assert derived_ref("b", 2, 3) == "b-f2-r3" and derived_ref("b") == "b"
+
+
+def test_a_run_keeps_its_closing_message_and_who_planned_and_approved(
+        store: StateStore) -> None:
+    run_id = store.start_run(JOB, "job.yaml")
+    approval = Approval("ab12", "alice", "fin-01", "2026-11-25T09:00:00Z", "bob", "bob",
+                        "fin-02", "2026-11-25T10:00:00Z")
+    store.note_approval(run_id, approval)
+    store.end_run(run_id, 4, {}, "EUR 64.50 needed, 40.00 available")
+    latest = store.latest_run(JOB)
+    assert latest is not None and (latest.exit_code, latest.message, latest.approval) == (
+        4, "EUR 64.50 needed, 40.00 available", approval)
+
+
+def test_a_state_that_is_only_read_is_never_made_empty(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sqlite"
+    with pytest.raises(StateMissing) as raised:
+        open_store(missing, create=False)
+    assert raised.value.exit_code == 2 and not missing.exists()
+    with empty_store() as empty:  # what a plan reads before a job's first run
+        assert list(empty.items(JOB)) == [] and empty.latest_run(JOB) is None

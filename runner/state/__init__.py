@@ -1,32 +1,50 @@
 """runner's own state: what it has asked of the provider, item by item, and its runs.
 
 ``StateStore`` (``store``) is the interface every other part uses; ``records`` are the typed
-rows it hands out (``ItemRecord``, ``AttemptRecord``, ``RunRecord``); ``sqlite`` is the
-default backend, one SQLite file. ``open_store`` picks the backend for a location.
+rows it hands out (``ItemRecord``, ``AttemptRecord``, ``RunRecord``), ``history`` those of a
+failed item's retries and a run's approval; ``sqlite`` is the default backend, one SQLite
+file. ``open_store`` picks the backend for a location (``empty_store``: nothing, in memory).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from runner.errors import StateMissing
+from runner.state.history import Approval, RetryRecord, derived_ref
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
-def open_store(location: Path) -> StateStore:
-    """The state store at ``location`` (a SQLite file, created with its folder if new)."""
+def open_store(location: Path, *, create: bool = True) -> StateStore:
+    """The state store at ``location`` (a SQLite file, created with its folder if new);
+    with ``create`` False a missing one is StateMissing, for the commands that only read."""
     from runner.state.sqlite import SqliteStore
 
+    if not create and not location.is_file():
+        raise StateMissing(f"{location}: no state database here (nothing has run with this "
+                           f"--state yet?)")
     return SqliteStore(location)
+
+
+def empty_store() -> StateStore:
+    """A state holding nothing, in memory: what a plan reads before a job's first run."""
+    from runner.state.sqlite import SqliteStore
+
+    return SqliteStore(None)
 
 
 __all__ = [
     "LEASE_TTL",
+    "Approval",
     "AttemptRecord",
     "ItemChanges",
     "ItemRecord",
+    "RetryRecord",
     "RunRecord",
     "StateStore",
+    "derived_ref",
+    "empty_store",
     "now_iso",
     "open_store",
 ]

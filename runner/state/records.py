@@ -1,7 +1,8 @@
 """What the state database holds, as typed records: an item, one call made for it, a run.
 
-These are the only shapes in which the state leaves ``runner.state``: the engine, the
-validation, the summary and the command line read attributes, never column names. An
+These (and ``history``'s) are the only shapes in which the state leaves ``runner.state``: the
+engine, the validation, the summary and the command line read attributes, never column
+names. An
 ``ItemRecord`` is changed through ``ItemChanges`` (checked by mypy: a misspelt column or an
 amount given as text is a type error), in memory by ``apply`` and in the database by the
 store's ``update_item``/``end_attempt``.
@@ -12,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Literal, TypedDict
+
+from runner.state.history import Approval, derived_ref
 
 # Provider ids are numbers in the money transfer service (transactions, quotations) and text
 # in the collection service (``PO0000000001``, ``QT0000000001``).
@@ -28,6 +31,7 @@ class ItemChanges(TypedDict, total=False):
     step: str
     intent: str | None
     attempt: int
+    lineage: int
     provider_ref: str | None
     quotation_id: ProviderId | None
     expires_at: str | None
@@ -65,6 +69,7 @@ class ItemRecord:
     step: str = "new"
     intent: str | None = None
     attempt: int = 1
+    lineage: int = 1
     provider_ref: str | None = None
     quotation_id: ProviderId | None = None
     expires_at: str | None = None
@@ -87,8 +92,9 @@ class ItemRecord:
 
     @property
     def ref(self) -> str:
-        """The external_id of the current attempt: E, then E-r2, E-r3 ..."""
-        return self.external_id if self.attempt == 1 else f"{self.external_id}-r{self.attempt}"
+        """The external_id of the current attempt: E, then E-r2, E-r3 ...; after a retry of
+        the failed item, E-f2 (then E-f2-r2 ...)."""
+        return derived_ref(self.external_id, self.lineage, self.attempt)
 
     @property
     def state(self) -> str:
@@ -134,7 +140,8 @@ class AttemptRecord:
 class RunRecord:
     """One run of a job. ``state``: ``running`` while its lease is alive, ``ended``, or
     ``interrupted`` (no end, no live lease). ``counts`` are the item states at its end (and,
-    from its checks on, how many items it refused or found invalid)."""
+    from its checks on, how many items it refused or found invalid); ``approval`` who
+    planned and approved it, for a run of ``runner apply``."""
 
     id: int
     job_name: str
@@ -143,3 +150,5 @@ class RunRecord:
     exit_code: int | None
     state: Literal["running", "ended", "interrupted"]
     counts: dict[str, int] = field(default_factory=dict)
+    message: str = ""  # its closing message (why it stopped, when it did)
+    approval: Approval | None = None

@@ -8,10 +8,11 @@ the provider-side lookups by external_id (rule 3) recover, since external_ids ar
 deterministic.
 
 Tables (named migrations below): ``runs`` (one row per run: job, start, end, exit code,
-counts), ``leases`` (who runs a job now: host, pid,
+counts, closing message), ``leases`` (who runs a job now: host, pid,
 heartbeat), ``items`` (one row per external_id, the columns of ``ItemRecord``), ``attempts``
 (every call: item, step, a summary of the request, start and end, result, HTTP status,
-provider code and message).
+provider code and message), ``retries`` (each failed item sent again: the attempt that
+failed and the new external_id), ``approvals`` (who planned and approved an applied run).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import fields
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Unpack
@@ -33,6 +35,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from runner.errors import LeaseHeld, StateError
+from runner.state.history import Approval, RetryRecord
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
@@ -72,6 +75,23 @@ def _details(db: Database) -> None:
     db.table("items").add_column("details", str)
 
 
+@migrations(name="0003_lineage_retries_approvals")
+def _lineage(db: Database) -> None:
+    # A failed item paid again goes out as E-f2, E-f3 ...: its lineage, and the history of
+    # its retries; who planned and approved an applied run; why a run stopped.
+    db.table("items").add_column("lineage", int, not_null_default=1)
+    db.table("runs").add_column("message", str)
+    db.table("retries").create({
+        "id": int, "external_id": str, "job_name": str, "run_id": int, "lineage": int,
+        "ref": str, "previous_ref": str, "previous_status": str, "previous_code": str,
+        "previous_message": str, "changed": int, "at": str}, pk="id")
+    db.table("retries").create_index(["job_name"])
+    db.table("approvals").create({
+        "run_id": int, "plan_sha256": str, "planned_by": str, "planned_on": str,
+        "planned_at": str, "approved_by": str, "applied_by": str, "applied_on": str,
+        "approved_at": str}, pk="run_id")
+
+
 def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
     """The UPDATE of one item's columns (names are runner's own, never the job's)."""
     values = {**values, "updated_at": now_iso()}
@@ -83,11 +103,13 @@ def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, lis
 class SqliteStore(StateStore):
     """One connection, one lock, one committed transaction per change."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path | None) -> None:
+        """The database at ``path``; None: an empty one in memory."""
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
-                                   timeout=10)
+            conn = sqlite3.connect(path or ":memory:", check_same_thread=False,
+                                   isolation_level=None, timeout=10)
             self.db = Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -95,7 +117,7 @@ class SqliteStore(StateStore):
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{path}: cannot use the state database: {exc}") from None
         self.path = path
-        self.location = str(path)
+        self.location = str(path or "(no state yet)")
         self.lock = threading.RLock()
         self.host = socket.gethostname()
 
@@ -145,15 +167,23 @@ class SqliteStore(StateStore):
         counts = {k: n for k, n in (("invalid", invalid), ("refused", refused)) if n}
         self._run("UPDATE runs SET counts = ? WHERE id = ?", [json.dumps(counts), run_id])
 
-    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int]) -> None:
-        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ? WHERE id = ?",
-                  [now_iso(), exit_code, json.dumps(dict(counts)), run_id])
+    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
+                message: str = "") -> None:
+        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ?, message = ? "
+                  "WHERE id = ?",
+                  [now_iso(), exit_code, json.dumps(dict(counts)), message or None, run_id])
+
+    def note_approval(self, run_id: int, approval: Approval) -> None:
+        names = [f.name for f in fields(Approval)]
+        self._run(f"INSERT OR REPLACE INTO approvals (run_id, {', '.join(names)}) VALUES "
+                  f"(?, {', '.join('?' * len(names))})",
+                  [run_id, *(getattr(approval, n) for n in names)])
 
     def latest_run(self, job_name: str) -> RunRecord | None:
         leases = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
                             [job_name])
         lease = leases[0] if leases else None
-        rows = self._rows("SELECT id, started_at, ended_at, exit_code, counts "
+        rows = self._rows("SELECT id, started_at, ended_at, exit_code, counts, message "
                           "FROM runs WHERE job_name = ? ORDER BY ended_at IS NULL, id DESC",
                           [job_name])
         chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
@@ -165,8 +195,12 @@ class SqliteStore(StateStore):
             live = lease is not None and lease["run_id"] == chosen["id"] and \
                 time.time() - lease["heartbeat_at"] < LEASE_TTL
             state = "running" if live else "interrupted"
+        approved = self._rows("SELECT * FROM approvals WHERE run_id = ?", [chosen["id"]])
+        approval = Approval(**{k: v for k, v in approved[0].items() if k != "run_id"}) \
+            if approved else None
         return RunRecord(chosen["id"], job_name, chosen["started_at"], chosen["ended_at"],
-                         chosen["exit_code"], state, json.loads(chosen["counts"] or "{}"))
+                         chosen["exit_code"], state, json.loads(chosen["counts"] or "{}"),
+                         chosen["message"] or "", approval)
 
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         token = uuid.uuid4().hex
@@ -232,6 +266,21 @@ class SqliteStore(StateStore):
 
     def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None:
         self._run(*_update_items(external_id, changes))
+
+    def start_retry(self, retry: RetryRecord, **changes: Unpack[ItemChanges]) -> None:
+        stamp = now_iso()
+        self._run("INSERT INTO retries (external_id, job_name, run_id, lineage, ref, "
+                  "previous_ref, previous_status, previous_code, previous_message, changed, "
+                  "at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  [retry.external_id, retry.job_name, retry.run_id, retry.lineage, retry.ref,
+                   retry.previous_ref, retry.previous_status, retry.previous_code,
+                   retry.previous_message, int(retry.changed), stamp],
+                  *_update_items(retry.external_id, {**changes, "lineage": retry.lineage}))
+
+    def retries(self, job_name: str) -> list[RetryRecord]:
+        rows = self._rows("SELECT * FROM retries WHERE job_name = ? ORDER BY id", [job_name])
+        return [RetryRecord(**{**{k: v for k, v in r.items() if k != "id"},
+                               "changed": bool(r["changed"])}) for r in rows]
 
     def operations_sent(self, kinds: Sequence[str],
                         order_id: str | None = None) -> list[ItemRecord]:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Unpack
 
 from runner.errors import StateError
+from runner.state.history import Approval, RetryRecord
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
 
 # A lease not refreshed for this long is abandoned: its run died without releasing it.
@@ -53,7 +54,14 @@ class StateStore(ABC):
         invalid, and how many are refused because another job holds them (rule 7)."""
 
     @abstractmethod
-    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int]) -> None: ...
+    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
+                message: str = "") -> None:
+        """The run's end: its exit code, the item states, and its closing message (why it
+        stopped, e.g. what the balances lacked), which later summaries show."""
+
+    @abstractmethod
+    def note_approval(self, run_id: int, approval: Approval) -> None:
+        """Who planned and who approved the plan this run applies."""
 
     @abstractmethod
     def latest_run(self, job_name: str) -> RunRecord | None:
@@ -88,6 +96,16 @@ class StateStore(ABC):
 
     @abstractmethod
     def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None: ...
+
+    @abstractmethod
+    def start_retry(self, retry: RetryRecord, **changes: Unpack[ItemChanges]) -> None:
+        """Begin a failed item's next lineage: the retry is recorded (the attempt that
+        failed and the new external_id) and the item reset by ``changes``, in one
+        transaction."""
+
+    @abstractmethod
+    def retries(self, job_name: str) -> list[RetryRecord]:
+        """Every retry of the job's failed items, oldest first."""
 
     @abstractmethod
     def operations_sent(self, kinds: Sequence[str],
