@@ -1,7 +1,8 @@
 """The sandbox's own control API, under ``/_admin`` (outside the provider's ``/v1``).
 
 Unauthenticated, for tests and demos on loopback: move the clock, change faults and timings
-at run time, set balances, and read what was asked of the sandbox (request counts, callback
+at run time, set balances, act as the provider's customer care (a status given to a record
+outside the API), and read what was asked of the sandbox (request counts, callback
 deliveries). The timings it changes are the knobs of core/config.py marked ``timing``; its
 Timing model is made from them.
 """
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
     Timing = BaseModel
 else:
     Timing = _timing_model()
+
+
+class StatusChange(Strict):
+    status: str
 
 
 class BalanceSetting(Strict):
@@ -117,6 +122,25 @@ async def set_balance(request: Request, currency: str, body: BalanceSetting) -> 
     sb = sandbox(request)
     with sb.store.lock:
         return JSON(sb.balances.set(currency, body.balance, body.credit_facility))
+
+
+@router.post("/customer-care/{table}/{external_id}")
+async def customer_care(request: Request, table: str, external_id: str,
+                        body: StatusChange) -> JSON:
+    """What the provider's customer care does outside the API (spec/README.md: 20000 ->
+    40000 CANCELLED and 70000 -> 80000 REVERSED are "customer care only"): the record of
+    ``table`` (transactions, payments, payment_orders, transfer_requests, payout_requests)
+    with that external id takes ``status``, with what the status does to the money, and no
+    planned status follows. A difference for a reconciliation to find."""
+    sb = sandbox(request)
+    with sb.store.lock:
+        found = sb.store.get(table, f"ext-{external_id}") \
+            if table in sb.lifecycle.appliers else None
+        if found is None:
+            raise ApiError("1000404", f"no {table} record {external_id}", status=404)
+        sb.store.meta[table][found["id"]]["due"] = None  # its plan ends here
+        sb.lifecycle.set_status(table, found["id"], body.status)
+        return JSON(dict(sb.store.tables[table][found["id"]]))
 
 
 @router.get("/requests")
