@@ -7,6 +7,7 @@ its next tick, so the run's poll loop ends at once.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -70,7 +71,7 @@ def test_run_and_status_print_the_outcome(sb: RunningSandbox, adm: Admin, tmp_pa
         "  failed pay-refused (row 5): 30201 REJECTED-BARRED-BENEFICIARY",
     ]
     assert runner("run", job, state) == (1, expected, [])
-    assert status(job, state) == (0, expected, [])
+    assert status(job, state) == (1, expected, [])
     assert posts(adm)["POST quotations"] == 5  # the refusal was not asked twice
     assert confirmed(sb) == {"pay-a": 1, "pay-rejected": 1, "pay-c": 1}
     assert eur(sb)["balance"] == START - Decimal("43.00")
@@ -88,7 +89,9 @@ def test_status_lists_in_doubt_and_needing_a_person(sb: RunningSandbox, adm: Adm
     assert Api(sb.url, (KEY, SECRET)).post(MT + "/quotations", quotation).status_code == 201
     # (The command line's waits are real: the job keeps its backoff to 10 ms.)
     job = write_job(tmp_path, sb, confirm=False, concurrency=1, max_wait="10ms")
-    assert status(job, state) == (0, [f"{JOB_NAME}: 0 items: none yet"], [])
+    assert status(job, state) == (2, [], [
+        f"error: {state}: no state database here (nothing has run with this --state yet?)"])
+    assert not state.exists()  # status reads; it does not make an empty database
     assert runner("run", job, state) == (1, [
         f"{JOB_NAME}: 3 items: 2 awaiting confirm, 1 conflict",
         "  needs a person pay-b (row 3): quotation pay-b at the provider does not match this "
@@ -102,7 +105,7 @@ def test_status_lists_in_doubt_and_needing_a_person(sb: RunningSandbox, adm: Adm
              "  needs a person pay-b (row 3): quotation pay-b at the provider does not match "
              "this item"]
     assert runner("confirm", job, state) == (1, doubt, [])
-    assert status(job, state) == (0, doubt, [])
+    assert status(job, state) == (1, doubt, [])
     assert confirmed(sb) == {"pay-a": 1, "pay-c": 1}
     # The next confirm looks pay-a up, finds it confirmed, and does not confirm it again.
     assert runner("confirm", job, state) == (1, [
@@ -140,14 +143,19 @@ def test_runner_confirm_sends_no_new_quotation(sb: RunningSandbox, adm: Admin,
 
 
 # ---------------------------------------------------------------- pre-flight
-def test_preflight_names_what_is_short(sb: RunningSandbox, adm: Admin, tmp_path: Path,
-                                       state: Path) -> None:
+def test_a_short_balance_stops_the_run_before_any_post(sb: RunningSandbox, adm: Admin,
+                                                       tmp_path: Path, state: Path) -> None:
     adm.balance("EUR", "40.00", "0")
     job = write_job(tmp_path, sb, concurrency=1)
-    assert runner("run", job, state) == (1, [f"{JOB_NAME}: 3 items: 3 pending"], [
-        "EUR 64.50 needed, 40.00 available: nothing was confirmed (--allow-partial confirms "
-        "what the balance covers)"])
-    assert confirmed(sb) == {} and "POST confirm" not in posts(adm)
+    assert runner("run", job, state) == (4, [f"{JOB_NAME}: 0 items: none yet"], [
+        "EUR 60.00 needed, 40.00 available: nothing was sent (--allow-partial pays what the "
+        "balance covers)"])
+    assert posts(adm) == {}  # not one quotation, transaction or confirm
+    headline = sorted((tmp_path / "reports").glob("*.txt"))[-1].read_text().splitlines()[0]
+    assert headline == f"{JOB_NAME}: nothing paid, funds short: EUR 60.00 needed, 40.00 available"
+    report = cli("report", str(job), "--state", str(state), "--format", "json")
+    assert json.loads(report.stdout)["headline"] == headline  # from the state, any time later
+    assert status(job, state)[0] == 5  # nothing failed; nothing made yet
     assert runner("run", job, state, "--allow-partial") == (1, [
         f"{JOB_NAME}: 3 items: 2 settled, 1 failed",
         "  EUR: sent 30.00, fees 3.00",

@@ -350,15 +350,17 @@ def test_confirm_false_stops_after_creation(sb: RunningSandbox, adm: Admin, tmp_
 # ---------------------------------------------------------------- pre-flight
 def test_preflight_confirms_nothing_when_the_balance_is_short(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    adm.balance("EUR", "40.00", "0")
+    # 62.00 covers the 60.00 the items send (the funds-first check, before any POST), not
+    # their cost with the fees the quotations tell (64.50): the check before confirm stops.
+    adm.balance("EUR", "62.00", "0")
     path = write_job(tmp_path, sb, concurrency=1)
     result = run(path, state)
     assert (result.exit_code, result.message) == (
-        1, "EUR 64.50 needed, 40.00 available: nothing was confirmed (--allow-partial "
+        4, "EUR 64.50 needed, 62.00 available: nothing was confirmed (--allow-partial "
            "confirms what the balance covers)")
     assert created(sb) == EVERY and confirmed(sb) == {}
     assert "POST confirm" not in posts(adm)
-    assert eur(sb)["available"] == Decimal("40.00")
+    assert eur(sb)["available"] == Decimal("62.00")
 
     partial = run(path, state, allow_partial=True)
     assert (partial.exit_code, partial.counts) == (1, {"settled": 2, "failed": 1})
@@ -366,7 +368,7 @@ def test_preflight_confirms_nothing_when_the_balance_is_short(
     assert (record["outcome"], record["error_code"], record["error_message"]) == (
         "failed", "1007005", "Transaction can not be confirmed, insufficient balance")
     assert confirmed(sb) == {"pay-a": 1, "pay-b": 1}
-    assert eur(sb)["balance"] == Decimal("40.00") - Decimal("33.00")
+    assert eur(sb)["balance"] == Decimal("62.00") - Decimal("33.00")
 
     adm.balance("EUR", "1000.00", "0")
     rest = run(path, state)

@@ -197,7 +197,7 @@ def test_a_status_unknown_card_is_left_for_a_person_and_never_sent_again(
                              "MerchantOrder.Id lp-e) at the provider; runner never sends this "
                              "Pay again"), out
     assert attempts(state, "lp-e") == [("pay", "in_doubt", "5000")]
-    assert runner("status", job, state) == (0, out, [])
+    assert runner("status", job, state) == (1, out, [])
     assert runner("run", job, state)[0] == 1
     assert pays(adm) == 1 and orders(sb)["lp-e"]["status"] == "Error"
 
@@ -350,7 +350,7 @@ def test_card_data_is_never_stored_logged_or_reported(sb: RunningSandbox, adm: A
 
 
 def test_the_fingerprint_is_not_a_hash_of_card_data() -> None:
-    from runner.engine.batch import fingerprint as _fingerprint
+    from runner.engine.flow import fingerprint as _fingerprint
     from runner.engine.legacy_pay import LegacyPayFlow
     from runner.kinds import kind_named
 

@@ -283,7 +283,7 @@ def test_a_used_name_that_is_not_the_items_is_a_conflict(
     ref = external_id.replace("{{ row.shop }}", row[0])
     expected = [f"{NAME}: 1 items: 1 conflict", f"  needs a person {ref} (row 2): {message}"]
     assert runner("run", job, state) == (1, expected, [])
-    assert runner("status", job, state) == (0, expected, [])
+    assert runner("status", job, state) == (1, expected, [])
     sent = posts(adm)
     assert runner("run", job, state) == (1, expected, [])
     assert posts(adm) == sent  # a conflict waits for a person

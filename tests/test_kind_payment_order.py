@@ -33,7 +33,7 @@ from collection_support import (
 from conftest import Admin
 from engine_support import cli, items, run
 
-from runner.engine.batch import fingerprint
+from runner.engine.flow import fingerprint
 from runner.engine.payment_orders import PaymentOrderFlow
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
@@ -324,9 +324,9 @@ def test_what_the_provider_would_refuse_is_refused_at_validation(
         ("requested.amount", "10.001 has more than 2 decimals for KES"),
         ("requested.currency", "must be EUR, the currency of merchant MER0001 (the "
                                "quotation converts into it)")]
-    # Nothing was sent, for any item.
+    # Nothing was sent, for any item, and nothing recorded of the valid one.
     assert posts(adm, "payment_orders") == 0 and posts(adm, "quotations") == 0
-    assert {(r["step"], r["intent"]) for r in items(state, JOB).values()} == {("new", None)}
+    assert items(state, JOB) == {}
 
     urls = {**DEFAULTS, "merchant_urls": {**URLS, "return_url": "shop.example/paid"}}
     result = run(job(tmp_path, sb, [row("a")], defaults=urls), state)

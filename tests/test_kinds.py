@@ -33,7 +33,7 @@ def test_every_kind_has_every_part(name: str, tmp_path: Path) -> None:
     assert issubclass(kind.flow, Flow)
     assert callable(kind.check), "every kind is checked against the provider's data"
     # Each part a kind has is used the same way for every kind.
-    for part in ("wants", "amount", "quote", "funds"):
+    for part in ("wants", "amount", "rate", "quote", "funds"):
         assert getattr(kind, part) is None or callable(getattr(kind, part))
     # The example runs as it is (tests/test_examples.py) and is of this kind.
     example = load_job(ROOT / kind.example)
@@ -46,6 +46,7 @@ def test_every_kind_has_every_part(name: str, tmp_path: Path) -> None:
 def test_only_kinds_that_can_price_an_item_quote_or_check_funds() -> None:
     assert {k.name for k in kinds().values() if k.quote is not None} == {"remittance"}
     assert {k.name for k in kinds().values() if k.funds is not None} == {"remittance"}
+    assert {k.name for k in kinds().values() if k.rate is not None} == {"remittance"}
     assert {k.name for k in kinds().values() if k.amount is None} == {"onboarding"}
     assert {k.name for k in kinds().values() if k.wants is None} == {"legacy_pay"}
 

@@ -2,8 +2,8 @@
 
 Each command parses its options, calls the library and formats the result; library errors
 become messages and exit codes here and nowhere else (``options.reports_errors``). ``HELP``
-below is what `runner --help` shows. The commands: ``run`` (validate, run, confirm), ``batch``
-(status, report, resolve), ``sandbox``, ``schema``.
+below is what `runner --help` shows. The commands: ``run`` (validate, run, confirm), ``plan``
+(plan, apply), ``batch`` (status, report, resolve, reconcile), ``sandbox``, ``schema``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import click
 
 from runner import __version__
-from runner.cli.batch import report, resolve, status
+from runner.cli.batch import reconcile, report, resolve, status
+from runner.cli.plan import apply, plan
 from runner.cli.run import confirm, run, validate
 from runner.cli.sandbox import sandbox
 from runner.cli.schema import schema
@@ -26,14 +27,18 @@ anyone twice. `base_url: sandbox` runs against the embedded provider sandbox.
 Example:
   runner validate jobs/payroll.yaml
   runner run jobs/payroll.yaml
+  runner plan jobs/payroll.yaml -o payroll.plan.json; runner apply payroll.plan.json
 
 \b
 Exit codes:
   0   every item settled well
   1   some items failed, were refused or are unknown
-  2   usage error or invalid job file (nothing was sent)
+  2   usage error or invalid job file (nothing was sent); a plan refused by apply
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
+  4   the balances cannot cover what is to be paid: nothing was paid (run, apply,
+      confirm; plan and run --dry-run: a run would stop so)
+  5   status: no item failed, but some are still pending or awaiting confirmation
   75  another run holds the job's lease, or the provider is unreachable (try later)
 """
 
@@ -43,5 +48,6 @@ def main() -> None:
     pass
 
 
-for command in (validate, run, confirm, status, report, resolve, sandbox, schema):
+for command in (validate, plan, run, apply, confirm, status, report, resolve, reconcile,
+                sandbox, schema):
     main.add_command(command)

@@ -1,5 +1,6 @@
 """``runner validate``, ``runner run`` and ``runner confirm``: the commands that check a job
-and pay it, with the question asked before money moves and the progress on a terminal."""
+and pay it, with the plan shown and the question asked before money moves and the progress
+on a terminal (``runner plan`` and ``runner apply`` are in ``plan``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from runner.errors import RunnerError
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
     from runner.engine.batch import RunResult
+    from runner.engine.plan import Plan
+    from runner.engine.plan_file import AppliedPlan
     from runner.job import Job
     from runner.summary import Templates
 
@@ -33,6 +36,10 @@ QUOTE = click.option("--quote", is_flag=True,
                           "true cost with fees.")
 FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                       show_default=True, help="Output of the checks.")
+RETRY_FAILED = click.option(
+    "--retry-failed", is_flag=True,
+    help="Send again the items that ended failed at the provider with nothing paid (a final "
+         "rejection or decline), under a new external_id (-f2, -f3 ...).")
 
 
 @click.command()
@@ -88,7 +95,8 @@ def _logging(quiet: bool, verbose: bool) -> None:
 
 
 def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
-             allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool) -> None:
+             allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
+             retry_failed: bool = False, applied: AppliedPlan | None = None) -> None:
     from runner.connect import connect
     from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
@@ -100,7 +108,8 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     state_path = state_path_of(state)
     tty = sys.stdin.isatty() and sys.stderr.isatty()
     options = RunOptions(state_path, concurrency=concurrency, allow_partial=allow_partial,
-                         confirm=True if confirm_only else None, confirm_only=confirm_only)
+                         confirm=True if confirm_only else None, confirm_only=confirm_only,
+                         retry_failed=retry_failed, applied=applied)
     if tty and not yes:
         options.ask = _ask
     if tty and not quiet:
@@ -141,9 +150,12 @@ def _summarize(loaded: Job, templates: Templates, state: Path | None, result: Ru
     return result.exit_code
 
 
-def _ask(plan: dict[str, Any]) -> bool:
-    totals = ", ".join(f"{c} {a:,}" for c, a in sorted(plan["totals"].items()))
-    click.echo(f"About to pay {plan['items']} item(s): {totals}", err=True)
+def _ask(plan: Plan) -> bool:
+    from runner.engine.plan_text import plan_lines, question
+
+    for line in plan_lines(plan):
+        click.echo(line, err=True)
+    click.echo(f"About to pay {question(plan)}", err=True)
     return click.confirm("Send these payments?", default=False, err=True)
 
 
@@ -178,29 +190,36 @@ def run_options(f: F) -> F:
 
 @click.command()
 @job_argument
-@click.option("--dry-run", is_flag=True, help="Check only, as `runner validate`; send nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan, as `runner plan` does, and send nothing.")
 @QUOTE
 @FORMAT
+@RETRY_FAILED
 @run_options
 @reports_errors
-def run(job: Path, dry_run: bool, quote: bool, fmt: str, state: Path | None,
-        concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
-        verbose: bool) -> None:
+def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
+        state: Path | None, concurrency: int | None, yes: bool, allow_partial: bool,
+        quiet: bool, verbose: bool) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
-    nobody is paid twice. On a terminal it shows the plan and asks first (--yes skips).
-    --quote and --format go with --dry-run.
+    nobody is paid twice. Before the first POST the balances must cover what is to be paid
+    (else nothing is sent: exit 4). On a terminal it shows the plan and asks first (--yes
+    skips). --quote and --format go with --dry-run.
 
     \b
     Example:
       runner run jobs/payroll.yaml --yes
+      runner run jobs/payroll.yaml --retry-failed --dry-run
     """
     if dry_run:
-        _validate(job, quote, fmt, state)
+        from runner.cli.plan import show_plan
+
+        sys.exit(show_plan(job, state, quote, retry_failed, fmt, None))
     if quote or fmt != "text":
         raise click.UsageError("--quote and --format go with --dry-run")
-    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False)
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
+             retry_failed=retry_failed)
 
 
 @click.command()

@@ -26,35 +26,22 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Collection
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn, TypeVar
 
 from runner.engine.flow import Entry, Flow
+from runner.engine.statements import Statements
 from runner.errors import ItemConflict, ItemInDoubt, ProviderError, ReferenceTaken
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
 from runner.provider.accounts import AccountClient
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 
 log = logging.getLogger("runner")
 RequestT = TypeVar("RequestT", bound=PayoutItem | AccountTransferItem)
 WAITING = ("waitingforvalidation",)
 
 
-
-
-@dataclass
-class _Statement:
-    """An account's entries as read so far (oldest first), grouped by transfer request."""
-
-    read: int = 0
-    by_transfer: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, entries: list[dict[str, Any]]) -> None:
-        self.read += len(entries)
-        for e in entries:
-            self.by_transfer.setdefault(str(e.get("transfer_request_id")), []).append(e)
 
 
 class _AccountRequestFlow(Flow[RequestT, AccountClient]):
@@ -69,7 +56,8 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
         self._lock = threading.Lock()
         self._drawn: dict[str, tuple[str, str]] = {}  # pre-flight key -> (account, currency)
         self._ids: dict[str, str] = {}  # an account as items name it -> its id
-        self._statements: dict[str, _Statement] = {}
+        self._statements = Statements(self._entries_since)
+        self._found: dict[str, dict[str, Any]] = {}  # what reconciliation found, by item
 
     # ------------------------------------------------------------ what each says
     def money(self, item: RequestT) -> Money:
@@ -107,22 +95,21 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     def ready(self, entry: Entry[RequestT]) -> bool:
         return entry.record.step == "new"
 
-    def planned(self, entry: Entry[RequestT]) -> tuple[str, Decimal] | None:
-        money = self.money(entry.item)
-        return money.currency, money.amount
+    def draws(self, item: RequestT) -> str | None:
+        """``<source account as the item names it> <currency>``."""
+        currency = self.money(item).currency
+        key = f"{item.source_account_id} {currency}"
+        with self._lock:
+            self._drawn[key] = (item.source_account_id, currency)
+        return key
 
     def cost(self, entry: Entry[RequestT]) -> tuple[str, Decimal] | None:
-        money = self.money(entry.item)
-        account = entry.item.source_account_id
-        key = f"{account} {money.currency}"
-        with self._lock:
-            self._drawn[key] = (account, money.currency)
-        return key, money.amount
+        return self.draws(entry.item) or "", self.money(entry.item).amount
 
-    def usable(self) -> dict[str, Decimal]:
-        """The AVAILABLE balance of each source account the pre-flight counted, read once."""
+    def usable(self, balances: Collection[str]) -> dict[str, Decimal]:
+        """The AVAILABLE balance of each source account drawn on, read once."""
         with self._lock:
-            drawn = dict(self._drawn)
+            drawn = {k: self._drawn[k] for k in balances if k in self._drawn}
         usable: dict[str, Decimal] = {}
         for key, (account, currency) in drawn.items():
             try:
@@ -172,6 +159,33 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
             self.update(entry, intent=None)
         else:
             self._adopt(entry, found)
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        reference = ref or record.ref
+        held = self.read(lambda: self.find(reference))
+        if held is None:
+            return None
+        with self._lock:
+            self._found[record.external_id] = held
+        return {**self.recorded(held), "status": held.get("status")}
+
+    def booked(self, settled: list[ItemRecord]) -> list[tuple[str, Decimal, Decimal]]:
+        """Per source account and currency: the settled requests' amounts against the debits
+        their transfer requests booked on the account's statement (a payout books one)."""
+        groups: dict[tuple[str, str], tuple[Decimal, set[str]]] = {}
+        for record in settled:
+            with self._lock:
+                held = self._found.get(record.external_id)
+            if held is None or record.source_amount is None:
+                continue
+            booked_by = held.get("id") if self.request == "transfer" else \
+                held.get("transfer_request_id")
+            key = (str(held["source_account_id"]), str(held[self.request]["currency"]))
+            amount, ids = groups.get(key, (Decimal(0), set()))
+            groups[key] = (amount + record.source_amount, ids | {str(booked_by)})
+        return [(f"{account} {currency}", amount,
+                 self._statements.debited(account, ids, currency))
+                for (account, currency), (amount, ids) in sorted(groups.items())]
 
     def poll(self, entry: Entry[RequestT]) -> bool:
         found = self.read(lambda: self.find(entry.ref))
@@ -230,21 +244,6 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
             with self._lock:
                 self._ids[named] = account_id
         return account_id
-
-    def _entries_of(self, account_id: str, transfer_id: str) -> list[dict[str, Any]]:
-        """The entries of ``account_id`` made by transfer request ``transfer_id``. Only the
-        entries not read yet are fetched; when none is found the statement is read again
-        from its start (in case the provider does not list it oldest first)."""
-        with self._lock:
-            statement = self._statements.setdefault(account_id, _Statement())
-        with statement.lock:
-            if transfer_id not in statement.by_transfer:
-                start = statement.read
-                statement.add(self._entries_since(account_id, start))
-                if transfer_id not in statement.by_transfer and start > 0:
-                    statement.read, statement.by_transfer = 0, {}
-                    statement.add(self._entries_since(account_id, 0))
-            return list(statement.by_transfer.get(transfer_id, ()))
 
     def _entries_since(self, account_id: str, since: int) -> list[dict[str, Any]]:
         return list(self.read(lambda: list(self.client.entries(account_id, since))))
@@ -348,7 +347,7 @@ class AccountTransferFlow(_AccountRequestFlow[AccountTransferItem]):
         problems = []
         for account, way, counterpart in ((source, "debit", target),
                                           (target, "credit", source)):
-            lines = self._entries_of(account, transfer_id)
+            lines = self._statements.of(account, transfer_id)
             if len(lines) != 1:
                 problems.append(f"{len(lines)} entries of {transfer_id} on {account}, "
                                 f"expected one {way}")

@@ -10,14 +10,20 @@ exactly-once mechanics of DESIGN.md in one base class (``Flow``).
 Steps a flow records: ``new``, its own intermediate steps, ``confirmed`` (money has moved,
 the final status is awaited: the engine polls these) and ``final``. A kind's flow says how
 to ``prepare`` an item (what comes before money moves), ``commit`` it
-(the call that moves money), ``poll`` it to its final state, what it costs for the pre-flight
-(``cost``/``usable``), and how it is summarised for reports (``summary_of``).
+(the call that moves money), ``poll`` it to its final state, what it costs for the funds
+checks (``draws``, ``cost``, ``usable``), how it is summarised for reports (``summary_of``),
+which failed items may be paid again under a new external_id (``retryable``, ``unpaid``;
+``retry`` starts that lineage), and what the provider holds for an item (``found``, GETs only,
+for reconciliation).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, TypeVar, Unpack
@@ -25,6 +31,7 @@ from typing import Any, Generic, TypeVar, Unpack
 from runner.errors import (
     DuplicateExternalId,
     ItemInDoubt,
+    NoLookup,
     ProviderConnectionError,
     ProviderDown,
     ProviderError,
@@ -32,11 +39,17 @@ from runner.errors import (
 )
 from runner.job.fields import JobModel
 from runner.provider.retry import Decision, RetryPolicy, decide
-from runner.state import ItemChanges, ItemRecord, StateStore
+from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore, derived_ref
 
+log = logging.getLogger("runner")
 ItemT = TypeVar("ItemT", bound=JobModel)
 ClientT = TypeVar("ClientT")
 T = TypeVar("T")
+
+
+def fingerprint(item: JobModel) -> str:
+    """The hash of an item's request kept in the state: a row changed since is seen."""
+    return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
 
 
 def _down(exc: ProviderError) -> bool:
@@ -113,6 +126,35 @@ class Flow(Generic[ItemT, ClientT]):
         values.update({"outcome": "failed", "error_code": error.code,
                        "error_message": error.message})
         self.update(entry, **values)
+
+    def retry(self, entry: Entry[ItemT], fingerprint: str, row: int, changed: bool) -> bool:
+        """Start the failed item's next lineage (``-f2``, ``-f3`` ...), once the provider
+        shows the attempt that failed final and unpaid; the item is then new again, with the
+        job's row as it is now. False (nothing changed) when the provider shows otherwise."""
+        record = entry.record
+        shown = self.unpaid(record)
+        if shown is not None:
+            log.warning("%s: not sent again: %s", entry.external_id, shown)
+            return False
+        lineage = record.lineage + 1
+        retry = RetryRecord(record.external_id, self.job_name, lineage,
+                            derived_ref(record.external_id, lineage), record.ref,
+                            record.status, record.error_code, record.error_message, changed,
+                            self.run_id)
+        changes: ItemChanges = {
+            "row": row, "fingerprint": fingerprint, "step": "new", "intent": None,
+            "attempt": 1, "lineage": lineage, "provider_ref": None, "quotation_id": None,
+            "expires_at": None, "transaction_id": None, "source_currency": None,
+            "source_amount": None, "fee": None, "destination_currency": None,
+            "destination_amount": None, "status": None, "status_class": None,
+            "status_message": None, "outcome": "pending", "error_code": None,
+            "error_message": None, "details": None,
+            "summary": json.dumps(self.summary_of(entry.item), sort_keys=True)}
+        self.state.start_retry(retry, **changes)
+        record.apply(changes)
+        log.info("%s: failed as %s (%s), sent again as %s", entry.external_id,
+                 retry.previous_ref, retry.previous_code, retry.ref)
+        return True
 
     def read(self, fetch: Callable[[], T]) -> T:
         try:
@@ -218,14 +260,37 @@ class Flow(Generic[ItemT, ClientT]):
         """Read the item's status once; True when it is final."""
         return True
 
+    def draws(self, item: ItemT) -> str | None:
+        """The balance the item's commit draws on, for the funds checks (a currency, an
+        account's currency); None: none of ours (a collection, an onboarding)."""
+        return None
+
     def cost(self, entry: Entry[ItemT]) -> tuple[str, Decimal] | None:
         """(balance, amount) the commit will take, for the pre-flight; None: no check."""
         return None
 
-    def planned(self, entry: Entry[ItemT]) -> tuple[str, Decimal] | None:
-        """(currency, amount) the item sends, for the plan shown before money moves."""
-        return None
-
-    def usable(self) -> dict[str, Decimal]:
-        """What each balance the costs are drawn from can still give."""
+    def usable(self, balances: Collection[str]) -> dict[str, Decimal]:
+        """What each of ``balances`` (as ``draws`` and ``cost`` name them) can still give."""
         return {}
+
+    def retryable(self, record: ItemRecord) -> bool:
+        """True when the item ended failed at the provider with nothing paid (a final
+        rejection or decline): ``--retry-failed`` may pay it under a new external_id."""
+        return False
+
+    def unpaid(self, record: ItemRecord, ref: str | None = None) -> str | None:
+        """Look ``ref`` (the item's current attempt when None) up: None when the provider
+        shows it final and unpaid (a new external_id may pay the item), else what it shows."""
+        return "this kind is never sent again under a new external_id"
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        """What the provider holds under ``ref`` (the record's current attempt when None),
+        as the state's columns (status, ids, amounts, fee), read with GETs only; None when
+        it clearly holds nothing. NoLookup when the kind cannot be found so."""
+        raise NoLookup(f"the provider cannot find a {record.kind} by its external_id")
+
+    def booked(self, settled: list[ItemRecord]) -> list[tuple[str, Decimal, Decimal]]:
+        """Where the service keeps statements: per balance drawn on, what the settled items
+        took as the state says, and as the statement shows it; [] when it keeps none. Asked
+        after ``found`` was, for the same items."""
+        return []

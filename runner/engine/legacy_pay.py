@@ -38,8 +38,9 @@ from runner.errors import (
     ProviderError,
 )
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
+from runner.provider.http import ext
 from runner.provider.legacy import LegacyPayClient
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 
 STEP = "pay"
 CARD = "CardNumber"
@@ -88,9 +89,6 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
 
     def ready(self, entry: Entry[LegacyPayItem]) -> bool:
         return entry.record.step == "new"
-
-    def planned(self, entry: Entry[LegacyPayItem]) -> tuple[str, Decimal] | None:
-        return entry.item.Currency, Decimal(entry.item.Amount)
 
     # ------------------------------------------------------------ the call
     def _order(self, entry: Entry[LegacyPayItem]) -> dict[str, Any]:
@@ -181,6 +179,22 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
             "error_message": f"{what}: whether it paid is unknown. Check the payment "
                              f"order ({order}MerchantOrder.Id {order_id}) at the "
                              f"provider; runner never sends this Pay again"}))
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        """The Pay has no lookup, but the payment order it makes is the collection service's,
+        found by its MerchantOrder.Id (kept in ``provider_ref``)."""
+        if record.provider_ref is None:
+            return None  # nothing was sent (refused before the call, or never tried)
+        order = self.read(lambda: self.client.find_at(
+            "/v1/payment", f"/payment-orders/{ext(str(record.provider_ref))}"))
+        if order is None:
+            return None
+        number = str(order["id"]).removeprefix("PO").lstrip("0")
+        requested = order.get("requested") or {}
+        return {"transaction_id": int(number) if number.isdigit() else order["id"],
+                "status": order.get("status"), "source_currency": requested.get("currency"),
+                "source_amount": Decimal(str(requested["amount"]))
+                if requested.get("amount") is not None else None}
 
     def settle_doubt(self, entry: Entry[LegacyPayItem]) -> None:
         """A Pay in flight when a run ended: rule 5, nothing is sent, a person checks."""

@@ -55,13 +55,6 @@ class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]
     def cost(self, entry: Entry[MerchantPaymentItem]) -> tuple[str, Decimal] | None:
         return None  # a collection: no balance of ours is drawn on
 
-    def planned(self, entry: Entry[MerchantPaymentItem]) -> tuple[str, Decimal] | None:
-        item, r = entry.item, entry.record
-        if r.source_currency and r.source_amount:
-            return r.source_currency, r.source_amount
-        side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
-        return (side.currency, side.amount) if side.amount is not None else None
-
     # ------------------------------------------------------------ what is this item's
     def quotation_matches(self, entry: Entry[MerchantPaymentItem],
                           quotation: dict[str, Any]) -> bool:

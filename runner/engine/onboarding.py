@@ -44,7 +44,7 @@ from runner.errors import (
 )
 from runner.job.collection import OnboardingItem
 from runner.provider.onboarding import OnboardingClient
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 
 FOREIGN = "_foreign"  # a lookup's answer: it exists, and belongs to another integrator
 
@@ -74,6 +74,12 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
     def needs_prepare(self, entry: Entry[OnboardingItem]) -> bool:
         return entry.record.step != "final" and entry.record.outcome in (
             "pending", "failed", "awaiting_confirm")
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        """The merchant, by its merchant_external_id (the item's external_id): the link that
+        names the item. Only that it exists is compared (the document shows no status)."""
+        merchant = self.read(lambda: self.client.find_merchant(record.external_id))
+        return None if merchant is None else {}
 
     # ------------------------------------------------------------ the chain
     def chain(self, entry: Entry[OnboardingItem]) -> dict[str, Any]:

@@ -32,10 +32,10 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow, Run
-from runner.errors import ProviderError
+from runner.errors import NoLookup, ProviderError
 from runner.job.collection import OperationItem
 from runner.provider.collection import CollectionClient, order_ref, reused_external_id
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 from runner.validation.collection import (
     NOUNS,
     REQUESTED_SIDE,
@@ -64,9 +64,6 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
 
     def ready(self, entry: Entry[OperationItem]) -> bool:
         return entry.record.step == "new" and bool(entry.record.provider_ref)
-
-    def planned(self, entry: Entry[OperationItem]) -> tuple[str, Decimal] | None:
-        return entry.item.requested.currency, entry.item.requested.amount
 
     # ------------------------------------------------------------ steps
     def _order(self, entry: Entry[OperationItem]) -> dict[str, Any] | None:
@@ -162,14 +159,20 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         else:
             self._status(entry, answer)
 
-    def _status(self, entry: Entry[OperationItem], operation: dict[str, Any]) -> None:
-        status = str(operation.get("status") or "")
+    def _held(self, operation: dict[str, Any]) -> ItemChanges:
+        """The operation's id, status and buyer-side amount, as state columns."""
         other = "source" if REQUESTED_SIDE[self.operation] == "destination" else "destination"
         processed = operation.get("processed")
         values = _amounts(other, processed["currency"], Decimal(processed["amount"])) \
             if processed else {}
-        values.update({"transaction_id": operation["id"], "status": status,
-                       "step": "confirmed", "intent": None})
+        values.update({"transaction_id": operation["id"],
+                       "status": str(operation.get("status") or "")})
+        return values
+
+    def _status(self, entry: Entry[OperationItem], operation: dict[str, Any]) -> None:
+        values = self._held(operation)
+        status = values.get("status") or ""
+        values.update({"step": "confirmed", "intent": None})
         if status == "DONE":
             values.update({"step": "final", "outcome": "settled", "error_code": None,
                            "error_message": None})
@@ -190,12 +193,26 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
                         error_message=f"the {self.operation} was sent and its answer lost; "
                                       f"check it at the provider before anything else")
 
-    def poll(self, entry: Entry[OperationItem]) -> bool:
+    def _fetch(self, operation_id: int | str) -> Any:
         fetch = self.client.refund_operation if self.operation == "refund" else \
             self.client.charge_operation
+        return self.read(lambda: fetch(operation_id))
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        """By the operation's id (the service has no lookup of one by its external id): an
+        operation never sent holds nothing; one sent whose answer was lost cannot be read."""
+        if record.transaction_id is not None:
+            return self._held(self._fetch(record.transaction_id))
+        if record.outcome == "unknown" or record.intent:
+            raise NoLookup(f"the {self.operation} has no id (its answer was lost) and the "
+                           f"service no lookup by external_id: check payment order "
+                           f"{record.provider_ref or '?'} at the provider by hand")
+        return None
+
+    def poll(self, entry: Entry[OperationItem]) -> bool:
         operation_id = entry.record.transaction_id
         assert operation_id is not None  # polled once confirmed: the answer gave its id
-        operation = self.read(lambda: fetch(operation_id))
+        operation = self._fetch(operation_id)
         self._status(entry, operation)
         return entry.record.step == "final"
 

@@ -51,7 +51,7 @@ from runner.job.collection import PaymentOrderItem
 from runner.provider.collection import CollectionClient
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 
 SETTLED = {"Authorized", "Charged", "Refunded"}
 FAILED = {"Refused", "Error", "Aborted", "Cancelled"}
@@ -112,15 +112,6 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
 
     def commit(self, entry: Entry[PaymentOrderItem]) -> None:
         self.create(entry)
-
-    def planned(self, entry: Entry[PaymentOrderItem]) -> tuple[str, Decimal] | None:
-        item = entry.item
-        if item.requested.amount is not None:
-            return item.requested.currency, item.requested.amount
-        processed = item.quotation.processed if item.quotation is not None else None
-        if processed is None or processed.amount is None:
-            return None
-        return processed.currency, processed.amount
 
     # ------------------------------------------------------------ quotation
     def prepare(self, entry: Entry[PaymentOrderItem]) -> None:
@@ -322,6 +313,15 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             return
         self._check(entry, order)
         self._status(entry, order)
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        # The order is always created under the item's own external id (-rN are quotations).
+        order = self.read(lambda: self.client.find_payment_order_by_external_id(
+            record.external_id))
+        if order is None:
+            return None
+        return {**self._amounts(order), "transaction_id": order["id"],
+                "status": order["status"]}
 
     def poll(self, entry: Entry[PaymentOrderItem]) -> bool:
         order = self.read(lambda: self.client.find_payment_order_by_external_id(

@@ -27,9 +27,12 @@ from runner.engine.flow import Entry, Flow, ItemT
 from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
 from runner.provider.http import ext
 from runner.provider.quoted import QuotedServiceClient
-from runner.state import ItemChanges
+from runner.state import ItemChanges, ItemRecord
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
+# REJECTED and DECLINED: final, and nothing was paid (a cancellation is customer care's
+# decision, a reversal took money back after paying: neither is sent again by runner).
+UNPAID_CLASSES = {"3", "9"}
 CREATED = "10000"
 
 ClientT = TypeVar("ClientT", bound=QuotedServiceClient)
@@ -216,6 +219,28 @@ class QuotedFlow(Flow[ItemT, ClientT]):
                 return False
         self._status(entry, obj, step="confirmed")
         return False
+
+    # ------------------------------------------------------------ retries, reconciliation
+    def retryable(self, record: ItemRecord) -> bool:
+        return (record.step == "final" and record.outcome == "failed"
+                and record.status_class in UNPAID_CLASSES)
+
+    def unpaid(self, record: ItemRecord, ref: str | None = None) -> str | None:
+        ref = ref or record.ref
+        obj = self.read(lambda: self.client.find_made(ref))
+        if obj is None:
+            return f"the provider does not find {self.created} {ref}"
+        if str(obj["status_class"]) not in UNPAID_CLASSES:
+            return f"the provider shows {ref} {obj['status']} {obj['status_message']}"
+        return None
+
+    def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
+        ref = ref or record.ref
+        obj = self.read(lambda: self.client.find_made(ref))
+        if obj is None:
+            return None
+        return {**self.quoted(obj), "transaction_id": obj["id"], "status": obj["status"],
+                "status_class": str(obj["status_class"])}
 
     def _confirmed_or_none(self, ref: str) -> Any | None:
         """A lost confirm is resolved by the object's status: still CREATED means the

@@ -9,6 +9,7 @@ against the available balance and credit facility.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
 
@@ -35,12 +36,10 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
         assert r.source_currency is not None and r.source_amount is not None
         return r.source_currency, r.source_amount + (r.fee or 0)
 
-    def planned(self, entry: Entry[RemittanceItem]) -> tuple[str, Decimal] | None:
-        item, r = entry.item, entry.record
-        amount = item.source.amount if item.mode == "SOURCE_AMOUNT" else r.source_amount
-        return (item.source.currency, amount) if amount is not None else None
+    def draws(self, item: RemittanceItem) -> str | None:
+        return item.source.currency
 
-    def usable(self) -> dict[str, Decimal]:
+    def usable(self, balances: Collection[str]) -> dict[str, Decimal]:
         return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
                 for b in self.read(self.client.balances)}
 

@@ -123,6 +123,16 @@ class Run(JobModel):
     on_invalid: Literal["stop", "skip"] = "stop"
     rate_limit: Decimal | None = Field(
         default=None, gt=0, description="at most this many provider requests per second")
+    plan_valid_for: Duration = Field(
+        default=parse_duration("24h"),
+        description="how long a plan file (`runner plan -o`) may be applied after it was made")
+    max_rate_change: Decimal = Field(
+        default=Decimal(1), ge=0,
+        description="percent a rate may move between a plan and its `runner apply`; more "
+        "and the plan is refused")
+    four_eyes: bool = Field(
+        default=False, description="`runner apply` refuses a plan approved, or applied, by "
+        "the person who made it")
 
 
 # Enough to catch a name in the wrong field; the mail server is the judge of the rest.

@@ -45,6 +45,20 @@ Problems = Iterable[tuple[str, str]]  # (field, message) of one item
 
 
 @dataclass(frozen=True)
+class Price:
+    """What one item sends, in ``currency``: the amount, and when known the fee (from a
+    quotation) and the rate (``rate``: the provider's published rate for it, read with a
+    GET; ``quoted_rate``: a real quotation's), with the name of that rate."""
+
+    currency: str
+    amount: Decimal
+    fee: Decimal | None = None
+    rate: Decimal | None = None
+    quoted_rate: Decimal | None = None
+    rate_name: str = ""
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     item: type[JobModel]
@@ -56,9 +70,12 @@ class Kind:
     check: Callable[[Any, Catalogue], Problems] | None = None
     wants: Callable[[Any, Catalogue], None] | None = None
     amount: Callable[[Any, Catalogue | None], tuple[str, Decimal] | None] | None = None
-    # `validate --quote`: a real quotation of one item, (currency, amount, fee), or raises
-    # the provider's refusal.
-    quote: Callable[[ValidItem, Provider, str], tuple[str, Decimal, Decimal]] | None = None
+    # The provider's published rate an item converts at, (name, rate), for a plan; a plan
+    # applied later is refused when it moved too much (run.max_rate_change).
+    rate: Callable[[Any, Catalogue], tuple[str, Decimal] | None] | None = None
+    # `validate --quote`, `plan --quote`: a real quotation of one item (its amount, fee and
+    # rate), or raises the provider's refusal.
+    quote: Callable[[ValidItem, Provider, str], Price] | None = None
     # What each balance the batch draws from can give, for the check of the totals.
     funds: Callable[[Provider], dict[str, Decimal]] | None = None
 

@@ -12,10 +12,10 @@ from decimal import Decimal
 from runner.engine.remittance import RemittanceFlow
 from runner.job.loading import ValidItem
 from runner.job.money_transfer import RemittanceItem
-from runner.kinds import Kind, Problems
+from runner.kinds import Kind, Price, Problems
 from runner.provider import Provider
 from runner.validation.catalogue import Catalogue
-from runner.validation.rules import check_remittance, source_estimate
+from runner.validation.rules import check_remittance, rate_band, source_estimate
 
 
 def _check(item: RemittanceItem, catalogue: Catalogue) -> Problems:
@@ -36,14 +36,26 @@ def _amount(item: RemittanceItem, catalogue: Catalogue | None) -> tuple[str, Dec
     return (item.source.currency, amount) if amount is not None else None
 
 
-def _quote(valid: ValidItem, provider: Provider, stamp: str) -> tuple[str, Decimal, Decimal]:
+def _rate_name(item: RemittanceItem) -> str:
+    return f"{item.source.currency} to {item.destination.currency}, payer {item.payer_id}"
+
+
+def _rate(item: RemittanceItem, catalogue: Catalogue) -> tuple[str, Decimal] | None:
+    """The payer's published rate for the item's amount (its band of GET .../rates)."""
+    band = rate_band(item, catalogue.once(*catalogue.rates(item.payer_id)))
+    return None if band is None else (_rate_name(item), band[1])
+
+
+def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
     """A real quotation in the ``dryrun-`` namespace: it expires, nothing is confirmed."""
     body = {"external_id": f"dryrun-{stamp}-{valid.external_id}",
             **valid.item.model_dump(include=set(RemittanceFlow.quotation_fields),
                                     exclude_none=True)}
     quotation = provider.money_transfer.create_quotation(body)
-    return (quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
-            quotation["fee"]["amount"])
+    assert isinstance(valid.item, RemittanceItem)
+    return Price(quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
+                 quotation["fee"]["amount"], quoted_rate=quotation.get("wholesale_fx_rate"),
+                 rate_name=_rate_name(valid.item))
 
 
 def funds(provider: Provider) -> dict[str, Decimal]:
@@ -53,5 +65,5 @@ def funds(provider: Provider) -> dict[str, Decimal]:
 
 
 KIND = Kind("remittance", RemittanceItem, RemittanceFlow, lambda p: p.money_transfer,
-            "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, quote=_quote,
-            funds=funds)
+            "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, rate=_rate,
+            quote=_quote, funds=funds)

@@ -24,11 +24,11 @@ def items_csv(summary: Summary) -> str:
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(COLUMNS)
     for item in summary.items:
-        writer.writerow([_cell(getattr(item, column)) for column in COLUMNS])
+        writer.writerow([csv_cell(getattr(item, column)) for column in COLUMNS])
     return out.getvalue()
 
 
-def _cell(value: object) -> str:
+def csv_cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, int | Decimal):

@@ -28,13 +28,17 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import luhn
-from runner.state import ItemRecord, RunRecord, StateStore
+from runner.state import Approval, ItemRecord, RunRecord, StateStore
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
           "conflict", "unknown", "in_doubt")
 # The states that make a run exit 1: an item that did not end well, or may not have.
 PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
 REVIEW = ("conflict", "unknown", "in_doubt")
+# Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
+# pay (nothing was paid), and `runner status` while items are still on their way.
+FUNDS_SHORT = 4
+PENDING = 5
 NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
                             "or the item changed after its payment started",
                 "unknown": "the outcome of a call could not be learnt: check the payment at "
@@ -110,6 +114,8 @@ class RunTimes:
     ended_at: datetime | None
     exit_code: int | None
     state: str  # ended, running, interrupted
+    message: str = ""  # why it stopped (for a run stopped short of funds: what lacked)
+    approval: Approval | None = None  # who planned and approved it (`runner apply`)
 
     @property
     def duration(self) -> timedelta | None:
@@ -164,10 +170,25 @@ class Summary:
         return bad_run or self.items_problems
 
     @property
+    def status_code(self) -> int:
+        """`runner status`'s exit code: 1 when an item did not end well (or may not have),
+        else PENDING while any is on its way (or none was made yet), else 0."""
+        if self.items_problems:
+            return 1
+        if not self.items or self.counts.get("pending") or self.counts.get("awaiting_confirm"):
+            return PENDING
+        return 0
+
+    @property
     def headline(self) -> str:
-        """``payroll-2026-11: 248 paid, 2 failed, 1 needs review``: the default subject."""
+        """``payroll-2026-11: 248 paid, 2 failed, 1 needs review``: the default subject;
+        ``payroll-2026-11: nothing paid, funds short: EUR 2,626,416.48 needed, ...`` when the
+        latest run stopped because the balances could not cover the batch."""
         c = self.counts
         review = sum(c.get(k, 0) for k in REVIEW)
+        if self.run is not None and self.run.exit_code == FUNDS_SHORT:
+            before = f" ({c['settled']} paid before)" if c.get("settled") else ""
+            return f"{self.job}: nothing paid, funds short: {self.run.message}{before}"
         parts = [f"{c.get('settled', 0)} paid"]
         parts += [f"{c[k]} {k}" for k in ("failed", "refused", "invalid") if c.get(k)]
         if review:
@@ -182,10 +203,12 @@ class Summary:
         run = None
         if self.run is not None:
             duration = self.run.duration
+            approval = self.run.approval
             run = {"id": self.run.id, "state": self.run.state,
                    "started_at": _iso(self.run.started_at), "ended_at": _iso(self.run.ended_at),
                    "duration_seconds": None if duration is None else duration.total_seconds(),
-                   "exit_code": self.run.exit_code}
+                   "exit_code": self.run.exit_code, "message": self.run.message or None,
+                   "approval": asdict(approval) if approval is not None else None}
         return {
             "job": self.job, "headline": self.headline, "generated_at": _iso(self.generated_at),
             "run": run, "counts": {**{k: 0 for k in STATES}, **self.counts},
@@ -327,7 +350,8 @@ def run_times(run: RunRecord | None) -> RunTimes | None:
     if run is None:
         return None
     return RunTimes(run.id, _when(run.started_at),
-                    _when(run.ended_at) if run.ended_at else None, run.exit_code, run.state)
+                    _when(run.ended_at) if run.ended_at else None, run.exit_code, run.state,
+                    run.message, run.approval)
 
 
 def _when(text: str) -> datetime:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 from runner.errors import JobError, ProviderHTTPError
 from runner.job import Job, ValidItem, iter_items
-from runner.kinds import Kind, kind_named
+from runner.kinds import Kind, Price, kind_named
 from runner.provider import Provider
 from runner.state import StateStore
 from runner.validation.catalogue import LOOKAHEAD, Catalogue
@@ -80,13 +80,16 @@ class Report:
         }
 
 
+Keep = Callable[[ValidItem, Price | None], None]
+
+
 def validate_job(job: Job, provider: Provider | None, quote: bool = False,
                  stamp: str | None = None, check_balances: bool = True,
-                 keep: Callable[[ValidItem], None] | None = None,
-                 state: StateStore | None = None) -> Report:
+                 keep: Keep | None = None, state: StateStore | None = None) -> Report:
     """Check every item; ``provider`` None checks the file alone (kinds without provider data).
 
-    ``keep`` receives each item that passed every check (the engine runs those);
+    ``keep`` receives each item that passed every check (the engine runs those) with what it
+    sends (its amount, with the fee when quoted, and the rate the provider publishes for it);
     ``check_balances`` compares the batch's totals with the balances (the engine does its
     own pre-flight over what is still to be confirmed); ``state`` is the run's, whose records
     of what was sent the checks take into account."""
@@ -115,7 +118,7 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
 
 
 def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provider | None,
-         stamp: str, report: Report, keep: Callable[[ValidItem], None] | None) -> None:
+         stamp: str, report: Report, keep: Keep | None) -> None:
     report.items += 1
     if not result.ok:
         report.invalid_rows.add(result.row)
@@ -128,9 +131,10 @@ def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provide
         report.invalid_rows.add(result.row)
         report.problems.extend(JobError(result.file, result.row, f, m) for f, m in found)
         return
+    price = None
     if report.quoted and provider is not None and kind.quote is not None:
         try:
-            report.add(*kind.quote(result, provider, stamp))
+            price = kind.quote(result, provider, stamp)
         except ProviderHTTPError as exc:
             report.invalid_rows.add(result.row)
             field, message = quotation_problem(exc)
@@ -138,10 +142,14 @@ def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provide
             return
     elif kind.amount is not None:
         sent = kind.amount(result.item, catalogue)
-        if sent is not None:
-            report.add(*sent)
+        price = None if sent is None else Price(*sent)
+    if price is not None:
+        rate = kind.rate(result.item, catalogue) if kind.rate and catalogue else None
+        if rate is not None:
+            price = replace(price, rate_name=rate[0], rate=rate[1])
+        report.add(price.currency, price.amount, price.fee or Decimal(0))
     if keep is not None:
-        keep(result)
+        keep(result, price)
 
 
 # Where a refused quotation points in the item.

@@ -40,13 +40,27 @@ def source_estimate(item: RemittanceItem, rates: Mapping[str, Any] | None) -> De
     """What the item sends in its source currency, as the provider will price it."""
     if item.mode == "SOURCE_AMOUNT":
         return item.source.amount
+    band = rate_band(item, rates)
+    return None if band is None else band[0]
+
+
+def rate_band(item: RemittanceItem, rates: Mapping[str, Any] | None
+              ) -> tuple[Decimal, Decimal] | None:
+    """(source amount, wholesale rate) of the payer's band the item falls in; None when no
+    band holds it (or the payer has no rates for its source currency)."""
     bands = (rates or {}).get("rates", {}).get(item.source.currency)
-    if not bands or item.destination.amount is None:
+    if not bands:
         return None
     for band in bands:
-        source = round_up(item.destination.amount / band["wholesale_fx_rate"], 2, CENT)
-        if band["source_amount_min"] <= source <= band["source_amount_max"]:
-            return source
+        rate = band["wholesale_fx_rate"]
+        if item.mode == "SOURCE_AMOUNT":
+            source = item.source.amount
+        elif item.destination.amount is None:
+            return None
+        else:
+            source = round_up(item.destination.amount / rate, 2, CENT)
+        if source is not None and band["source_amount_min"] <= source <= band["source_amount_max"]:
+            return source, Decimal(str(rate))
     return None
 
 

@@ -1,0 +1,125 @@
+"""``runner plan`` and ``runner apply``: what a run would do now (shown, or written as a plan
+file for someone to approve), and paying exactly what an approved plan file lists."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import simplejson
+
+from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
+from runner.cli.run import FORMAT, QUOTE, RETRY_FAILED, _execute, run_options
+
+if TYPE_CHECKING:
+    from runner.state import StateStore
+
+
+def _store(path: Path) -> StateStore:
+    """The state to plan against; one not made yet is an empty state (a job's first plan,
+    which says so), and is not created: planning writes nothing."""
+    from runner.state import empty_store, open_store
+
+    return open_store(path, create=False) if path.is_file() else empty_store()
+
+
+def show_plan(job: Path, state: Path | None, quote: bool, retry_failed: bool, fmt: str,
+              output: Path | None) -> int:
+    """Print (and with ``output`` write) the plan of ``job``; the exit code a run would
+    have before sending anything: 2 invalid items stop it, 4 the balances are short."""
+    from runner.connect import connect
+    from runner.engine.plan import flow_for, make_plan
+    from runner.engine.plan_file import document, write_plan
+    from runner.engine.plan_text import plan_lines
+    from runner.job import load_job
+    from runner.summary.model import FUNDS_SHORT
+
+    loaded = load_job(job)
+    path = state_path_of(state)
+    with _store(path) as store, connect(loaded, state_dir_of(state),
+                                        pool=loaded.run.concurrency) as provider:
+        plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
+                         quote=quote, retry_failed=retry_failed)
+    plan.state = str(path) if path.is_file() else f"{path} (none yet: every item is new)"
+    if output is not None:
+        sha256 = write_plan(document(plan, loaded, str(path.resolve())), output)
+        click.echo(f"plan written to {output} (sha256 {sha256}); `runner apply {output}` "
+                   f"pays it", err=True)
+    if fmt == "json":
+        click.echo(simplejson.dumps(plan.as_dict(), indent=2))
+    else:
+        for line in plan_lines(plan):
+            click.echo(line)
+    return 2 if plan.stops else FUNDS_SHORT if plan.short else 0
+
+
+@click.command()
+@click.argument("job", type=click.Path(dir_okay=False, path_type=Path))
+@QUOTE
+@RETRY_FAILED
+@FORMAT
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the plan file that `runner apply` pays.")
+@state_option
+@reports_errors
+def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | None,
+         state: Path | None) -> None:
+    """What a run of JOB would do now, from the job, the state and the provider.
+
+    Sends nothing (but --quote's quotations, in a dryrun- namespace, never confirmed).
+    Lists the items new, to resume (with the step reached), in doubt, to send again
+    (--retry-failed), settled, failed earlier (changed in the job since, or not), needing a
+    person, refused (held by another job) and invalid, then per balance the amounts (and
+    fees with --quote) against what it holds. -o writes the plan file for `runner apply`.
+    Exits 0 when a run could go, 2 when invalid items stop it, 4 when the balances are
+    short.
+
+    \b
+    Example:
+      runner plan jobs/payroll.yaml --quote -o payroll.plan.json
+    """
+    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output))
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--approved-by", metavar="NAME",
+              help="Who approved the plan (default: the user running apply).")
+@run_options
+@reports_errors
+def apply(plan_file: Path, approved_by: str | None, state: Path | None,
+          concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
+          verbose: bool) -> None:
+    """Pay exactly what the plan file PLAN (`runner plan JOB -o PLAN`) lists.
+
+    Refused (exit 2, nothing sent) when the job, a row or an amount changed since the plan,
+    when it is older than run.plan_valid_for, when a rate moved by more than
+    run.max_rate_change percent, or, with run.four_eyes, when the approver (or whoever
+    applies it) made it. The state (by default the plan's) and the summary name who planned
+    and who approved. Otherwise as `runner run`, whose options it takes.
+
+    \b
+    Example:
+      runner apply payroll.plan.json --approved-by "Grace Hopper" --yes
+    """
+    from runner.engine.plan import who
+    from runner.engine.plan_file import AppliedPlan, approval, job_file, precheck, read_plan
+    from runner.errors import PlanRefused
+    from runner.job import load_job
+
+    content, sha256 = read_plan(plan_file)
+    user, host = who()
+    approver = approved_by or user
+    job = job_file(content)
+    now = datetime.now(UTC)
+    try:
+        precheck(content, load_job(job), approver, user, now)
+    except PlanRefused as refused:  # as a refusal after the plan is made again reads
+        click.echo(f"{refused}; nothing was sent", err=True)
+        sys.exit(refused.exit_code)
+    applied = AppliedPlan(content, sha256, approval(content, sha256, approver, user, host, now))
+    _execute(job, state or Path(content["state"]), concurrency, yes, allow_partial, quiet,
+             verbose, confirm_only=False, applied=applied)

@@ -1,0 +1,122 @@
+"""The machinery of a run's phases (``runner.engine.batch``): one phase over a pool of
+workers (``Phase``: each item's step, its verdict logged, progress reported), the pre-flight
+before the first confirm (``preflight``), following what is confirmed to its final status
+(``poll``), and the lease kept fresh while the run lives (``Heartbeat``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Entry, Flow
+from runner.errors import ItemConflict, ItemInDoubt, ProviderDown
+from runner.state import LEASE_TTL, StateStore
+
+log = logging.getLogger("runner")
+UNREACHABLE = "provider unreachable"
+Progress = Callable[[str, Entry[Any]], None]
+
+
+class Phase:
+    """Runs one step of the flow over entries, on the run's pool; stops taking new items
+    once ``stop`` is set or the provider is unreachable (noted in ``problems``)."""
+
+    def __init__(self, pool: ThreadPoolExecutor, flow: Flow[Any, Any], stop: threading.Event,
+                 on_progress: Progress | None, problems: list[str]) -> None:
+        self.pool = pool
+        self.flow = flow
+        self.stop = stop
+        self.on_progress = on_progress
+        self.problems = problems
+
+    def run(self, name: str, step: Callable[[Entry[Any]], Any],
+            entries: list[Entry[Any]]) -> None:
+        if entries and name != "poll":
+            log.info("%s: %d item(s)", name, len(entries))
+
+        def one(entry: Entry[Any]) -> None:
+            if self.stop.is_set() or UNREACHABLE in self.problems:
+                return
+            try:
+                step(entry)
+                # An answer no update recorded is recorded now; after an exception it is
+                # not: the call stays in doubt, for a lookup (or a person) to settle.
+                self.flow.close(entry)
+            except ItemConflict:
+                log.warning("%s: conflict at the provider", entry.external_id)
+            except ItemInDoubt as exc:
+                log.warning("%s: in doubt: %s", entry.external_id, exc)
+            except ProviderDown as exc:
+                log.error("provider unreachable: %s", exc)
+                self.problems.append(UNREACHABLE)
+            log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
+                      entry.record.status or entry.record.outcome)
+            if entry.record.outcome in ("failed", "conflict"):
+                log.warning("%s %s: %s %s", entry.external_id, entry.record.outcome,
+                            entry.record.error_code, entry.record.error_message)
+            if self.on_progress is not None:
+                self.on_progress(name, entry)
+
+        list(self.pool.map(one, entries))
+
+
+def preflight(flow: Flow[Any, Any], ready: list[Entry[Any]]) -> str:
+    """'' when the balances cover what is to be confirmed (its quoted cost), else what each
+    one lacks."""
+    needed: dict[str, Decimal] = {}
+    for e in ready:
+        cost = flow.cost(e)
+        if cost is not None:
+            needed[cost[0]] = needed.get(cost[0], Decimal(0)) + cost[1]
+    if not needed:
+        return ""
+    usable = flow.usable(list(needed))
+    short = []
+    for balance, amount in sorted(needed.items()):
+        has = usable.get(balance, Decimal(0))
+        if amount > has:
+            short.append(f"{balance} {amount:,} needed, {has:,} available")
+    return "; ".join(short)
+
+
+def poll(flow: Flow[Any, Any], phase: Phase, entries: list[Entry[Any]], wait: float,
+         earlier: set[str], clock: Callable[[], float], sleep: Callable[[float], None]
+         ) -> None:
+    """Follow what is confirmed to its final status, for ``wait`` seconds at most. With 0,
+    what this run confirmed is not read (it stays pending for the next run), but what
+    earlier runs confirmed is read once: else it would never be followed."""
+    waiting = [e for e in entries if e.record.step == "confirmed"]
+    if wait <= 0:
+        waiting = [e for e in waiting if e.external_id in earlier]
+    deadline = clock() + wait
+    interval = 0.2
+    while waiting and not phase.stop.is_set():
+        phase.run("poll", flow.poll, waiting)
+        waiting = [e for e in waiting if e.record.step != "final"]
+        remaining = deadline - clock()
+        if not waiting or remaining <= 0:
+            return
+        sleep(min(interval, remaining))
+        interval = min(interval * 1.5, 5.0)
+
+
+class Heartbeat:
+    """Keeps the lease fresh while the run lives."""
+
+    def __init__(self, state: StateStore, job_name: str, token: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(state, job_name, token),
+                                        daemon=True, name="lease")
+        self._thread.start()
+
+    def _beat(self, state: StateStore, job_name: str, token: str) -> None:
+        while not self._stop.wait(LEASE_TTL / 3):
+            state.heartbeat(job_name, token)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

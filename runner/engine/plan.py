@@ -1,0 +1,336 @@
+"""What a run of a job would do now: the plan, made from the job, the state and the provider,
+with nothing written and nothing sent (but ``quote``'s ``dryrun-`` quotations).
+
+``make_plan`` validates the job (the provider is only read), pairs each valid item with its
+state record and says what a run would do with it (``PlannedItem.action``: ``new``,
+``resume`` at the step reached, ``in_doubt``, ``retry`` under a new external_id; or skipped:
+``settled``, ``failed``, ``review`` (a person decides), ``changed`` (after its payment
+started), ``refused`` (another job holds it), ``invalid``). It prices what is to be paid (the
+state's amounts once quoted; real quotations with ``quote``; else what validation estimates
+from the provider's published rates) and adds up what each balance must cover against what it
+holds (``Need``). `runner plan`, `runner run --dry-run`, the question asked on a terminal,
+`runner run` (its funds-first check and the items it works on) and `runner apply` (which
+compares a plan file with the plan made again) all read it; ``runner.engine.plan_text``
+renders it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Flow, Run, fingerprint
+from runner.errors import JobError, ProviderHTTPError
+from runner.job import Job, ValidItem
+from runner.kinds import Price, kind_named
+from runner.provider import Provider
+from runner.provider.retry import RetryPolicy
+from runner.state import ItemRecord, StateStore, derived_ref
+from runner.validation import Report, quotation_problem, validate_job
+
+TO_PAY = ("new", "resume", "in_doubt", "retry")
+SKIPPED = ("settled", "failed", "review", "changed", "refused", "invalid", "unplanned")
+CHANGED = "the item changed after its payment started; check it by hand"
+
+
+@dataclass
+class PlannedItem:
+    """One row of the job and what a run would do with it. ``ref`` is the external_id its
+    next call goes out under; ``step`` how far it went; ``changed`` the row differs from the
+    one the state recorded; ``why`` the reason it is skipped, in doubt or sent again."""
+
+    external_id: str
+    row: int
+    action: str
+    ref: str = ""
+    fingerprint: str = ""
+    step: str = ""
+    changed: bool = False
+    why: str = ""
+    price: Price | None = None
+    balance: str | None = None  # the balance it draws on (``Flow.draws``)
+    valid: ValidItem | None = field(default=None, repr=False, compare=False)
+    record: ItemRecord | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def pays(self) -> bool:
+        return self.action in TO_PAY
+
+    def as_dict(self) -> dict[str, Any]:
+        price = self.price
+        return {"external_id": self.external_id, "row": self.row, "action": self.action,
+                "ref": self.ref, "step": self.step, "changed": self.changed, "why": self.why,
+                "fingerprint": self.fingerprint, "balance": self.balance,
+                **({k: _text(v) for k, v in asdict(price).items()} if price else {})}
+
+
+@dataclass
+class Need:
+    """What the items to pay draw on one balance (as ``Flow.draws`` names it), and what it
+    holds. ``fees_known``: every item's fee is known (quoted); else fees come on top."""
+
+    balance: str
+    currency: str
+    items: int = 0
+    amount: Decimal = Decimal(0)
+    fee: Decimal = Decimal(0)
+    fees_known: bool = True
+    available: Decimal = Decimal(0)
+
+    @property
+    def needed(self) -> Decimal:
+        return self.amount + self.fee
+
+    @property
+    def short(self) -> bool:
+        return self.needed > self.available
+
+    def shortfall(self) -> str:
+        return f"{self.balance} {self.needed:,} needed, {self.available:,} available"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"balance": self.balance, "currency": self.currency, "items": self.items,
+                "amount": str(self.amount), "fee": str(self.fee) if self.fees_known else None,
+                "needed": str(self.needed), "available": str(self.available),
+                "short": self.short}
+
+
+@dataclass
+class Plan:
+    job: str
+    kind: str
+    file: str
+    items: list[PlannedItem]
+    needs: list[Need]
+    report: Report
+    quoted: bool = False
+    retry_failed: bool = False
+    on_invalid: str = "stop"
+    made_by: str = ""
+    made_on: str = ""
+    state: str = ""  # where the state read is, as the plan shows it
+    made_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def of(self, *actions: str) -> list[PlannedItem]:
+        return [p for p in self.items if p.action in actions]
+
+    @property
+    def to_pay(self) -> list[PlannedItem]:
+        return self.of(*TO_PAY)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {a: 0 for a in (*TO_PAY, *SKIPPED)}
+        for p in self.items:
+            counts[p.action] += 1
+        return {a: n for a, n in counts.items() if n}
+
+    @property
+    def stops(self) -> bool:
+        """Invalid items stop the run (``on_invalid: stop``): nothing would be sent."""
+        return bool(self.of("invalid")) and self.on_invalid == "stop"
+
+    @property
+    def short(self) -> list[Need]:
+        return [n for n in self.needs if n.short]
+
+    def shortfall(self) -> str:
+        """'' when the balances cover the items to pay, else what each one lacks."""
+        return "; ".join(n.shortfall() for n in self.short)
+
+    def totals(self) -> dict[str, Decimal]:
+        """The amounts to pay per currency (fees apart), for the question before a run."""
+        totals: dict[str, Decimal] = {}
+        for p in self.to_pay:
+            if p.price is not None:
+                totals[p.price.currency] = totals.get(p.price.currency, Decimal(0)) + \
+                    p.price.amount
+        return totals
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"job": self.job, "kind": self.kind, "file": self.file, "state": self.state,
+                "quoted": self.quoted,
+                "retry_failed": self.retry_failed, "made_by": self.made_by,
+                "made_on": self.made_on, "made_at": _iso(self.made_at),
+                "counts": self.counts, "stops": self.stops, "shortfall": self.shortfall(),
+                "balances": [n.as_dict() for n in self.needs],
+                "items": [p.as_dict() for p in self.items]}
+
+
+def who() -> tuple[str, str]:
+    """(user, host) of whoever runs this process, for plans and approvals."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        user = f"uid {os.getuid()}"
+    return user, socket.gethostname()
+
+
+def flow_for(job: Job, provider: Provider, state: StateStore,
+             clock: Callable[[], float] = time.time) -> Flow[Any, Any]:
+    """The job's flow for reading only (no run: it must not write)."""
+    kind = kind_named(job.kind)
+    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait))
+    return kind.flow(kind.client(provider), Run(state, 0, job.name, policy, clock))
+
+
+def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
+              quote: bool = False, retry_failed: bool = False) -> Plan:
+    """What a run would do now with every row of ``job`` (see the module's docstring)."""
+    kept: list[tuple[ValidItem, Price | None]] = []
+    report = validate_job(job, provider, check_balances=False, state=state,
+                          keep=lambda v, price: kept.append((v, price)))
+    known = {r.external_id: r for r in state.items(job.name)}
+    retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
+               if retry_failed and flow.retryable(r)]
+    owners = state.owners([v.external_id for v, _ in kept if v.external_id not in known]
+                          + retries)
+    items = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
+             for v, price in kept]
+    by_row: dict[int, list[str]] = {}
+    for problem in report.problems:
+        if problem.row is not None:
+            by_row.setdefault(problem.row, []).append(
+                f"{problem.field}: {problem.message}" if problem.field else problem.message)
+    items += [PlannedItem("", row, "invalid", why="; ".join(why))
+              for row, why in by_row.items() if row in report.invalid_rows]
+    items.sort(key=lambda p: p.row)
+    made_by, made_on = who()
+    plan = Plan(job.name, job.kind, str(job.path), items, [], report, quoted=quote,
+                retry_failed=retry_failed, on_invalid=job.run.on_invalid, made_by=made_by,
+                made_on=made_on, state=state.location)
+    if quote and kind_named(job.kind).quote is not None:
+        _quote(job, provider, plan)
+    plan.needs = needs(flow, plan.items)
+    return plan
+
+
+def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
+             owners: dict[str, str], flow: Flow[Any, Any], retry_failed: bool) -> PlannedItem:
+    """What a run does with one valid item, given its state record (None: new to the state)
+    and who holds the external_ids concerned (rule 7)."""
+    made = fingerprint(flow.fingerprinted(valid.item))
+    p = PlannedItem(valid.external_id, valid.row, "new", valid.external_id, made, "new",
+                    price=price, valid=valid, record=record)
+    if record is None:
+        if valid.external_id in owners:
+            p.action = "refused"
+            p.why = f"already handled by job {owners[valid.external_id]}; not paid again"
+        return p
+    p.ref, p.step, p.changed = record.ref, record.step, record.fingerprint != made
+    if record.source_currency and record.source_amount is not None and \
+            record.step not in ("new", "final"):
+        p.price = Price(record.source_currency, record.source_amount, record.fee,
+                        price.rate if price else None, rate_name=price.rate_name if price
+                        else "")
+    failure = " ".join(x for x in (record.error_code, record.error_message) if x)
+    if record.step == "final":
+        p.action, p.why = _final(record, failure, owners, flow, retry_failed)
+        if p.action == "retry":
+            p.ref, p.step, p.price = derived_ref(record.external_id, record.lineage + 1), "new", \
+                price
+    elif record.outcome == "conflict":
+        p.action, p.why = "review", record.error_message or "conflict"
+    elif p.changed and (record.step != "new" or record.intent):
+        p.action, p.why = "changed", CHANGED
+    elif record.intent:
+        p.action = "in_doubt"
+        p.why = f"the {record.intent} was sent and its answer lost: looked up first"
+    else:
+        p.action = "resume"
+        p.why = f"last refused: {failure}" if record.outcome == "failed" and failure else ""
+    return p
+
+
+def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[Any, Any],
+           retry_failed: bool) -> tuple[str, str]:
+    if record.outcome == "settled":
+        return "settled", ""
+    if record.outcome != "failed":
+        return "review", record.error_message or record.outcome
+    if not flow.retryable(record):
+        return "failed", failure
+    following = derived_ref(record.external_id, record.lineage + 1)
+    if following in owners:
+        return "failed", (f"{failure}; not sent again: {following} is held by job "
+                          f"{owners[following]}")
+    if not retry_failed:
+        return "failed", f"{failure}; --retry-failed sends it again as {following}"
+    return "retry", failure
+
+
+def draws_funds(p: PlannedItem, flow: Flow[Any, Any]) -> bool:
+    """True when paying the item still takes money from a balance: it is to pay, and its
+    money-moving call has not been made (nor may have been)."""
+    record = p.record
+    if not p.pays or p.price is None:
+        return False
+    if p.action in ("new", "retry") or record is None:
+        return True
+    return record.step not in ("confirmed", "final") and record.intent != flow.commit_step
+
+
+def needs(flow: Flow[Any, Any], items: list[PlannedItem]) -> list[Need]:
+    """What the items to pay draw on each balance, against what it holds (read now)."""
+    found: dict[str, Need] = {}
+    for p in items:
+        if not draws_funds(p, flow) or p.valid is None or p.price is None:
+            continue
+        p.balance = flow.draws(p.valid.item)
+        if p.balance is None:
+            continue
+        need = found.setdefault(p.balance, Need(p.balance, p.price.currency))
+        need.items += 1
+        need.amount += p.price.amount
+        if p.price.fee is None:
+            need.fees_known = False
+        else:
+            need.fee += p.price.fee
+    if found:
+        usable = flow.usable(list(found))
+        for need in found.values():
+            need.available = usable.get(need.balance, Decimal(0))
+    return [found[k] for k in sorted(found)]
+
+
+def _quote(job: Job, provider: Provider, plan: Plan) -> None:
+    """Real quotations (``dryrun-<stamp>-`` external_ids, never confirmed) for the items to
+    pay that are not quoted yet; one the provider refuses makes its item invalid."""
+    kind = kind_named(job.kind)
+    assert kind.quote is not None
+    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    todo = [p for p in plan.to_pay if p.valid is not None and p.step == "new"]
+
+    def one(p: PlannedItem) -> None:
+        assert p.valid is not None and kind.quote is not None
+        try:
+            quoted = kind.quote(p.valid, provider, stamp)
+        except ProviderHTTPError as exc:
+            name, message = quotation_problem(exc)
+            p.action, p.why = "invalid", f"{name}: {message}"
+            plan.report.invalid_rows.add(p.row)
+            plan.report.problems.append(JobError(p.valid.file, p.row, name, message))
+            return
+        rate = p.price.rate if p.price else None
+        p.price = Price(quoted.currency, quoted.amount, quoted.fee, rate, quoted.quoted_rate,
+                        quoted.rate_name or (p.price.rate_name if p.price else ""))
+
+    with ThreadPoolExecutor(max_workers=job.run.concurrency, thread_name_prefix="quote") as pool:
+        list(pool.map(one, todo))
+    plan.report.quoted = True
+
+
+def _text(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")

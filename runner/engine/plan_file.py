@@ -1,0 +1,215 @@
+"""The plan file: a plan (``runner plan JOB -o PLAN``) written for someone else to approve,
+and what `runner apply PLAN` checks before it pays exactly what the plan lists.
+
+The file is JSON (``"format": "runner plan"``, ``"version": 1``): the job (its name, kind,
+file and rows file with their sha256), the state it was planned against, who planned it
+(user and host) and when, until when it may be applied (``run.plan_valid_for``), and every
+row: its action, the external_id it goes out under, its request's fingerprint, its amount,
+fee (with ``--quote``) and rate, and the balance it draws on; then the balances. Amounts are
+exact decimals written as text. Nothing secret is in it: the job file is hashed, not read
+into it, and fingerprints leave card data out.
+
+``precheck`` refuses without reading the provider (four eyes, expiry, the job file changed);
+``compare`` refuses what the plan made again shows changed (a row, an amount, a rate moved by
+more than ``run.max_rate_change`` percent, the rows file); ``restrict`` leaves the run only
+what the plan lists to pay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from runner.engine.plan import TO_PAY, Plan, PlannedItem
+from runner.errors import PlanRefused
+from runner.job import Job
+from runner.state import Approval
+
+FORMAT, VERSION = "runner plan", 1
+SHOWN = 10  # reasons listed before "and N more"
+
+
+@dataclass(frozen=True)
+class AppliedPlan:
+    """A plan file being applied: its content, its sha256, and who approved it."""
+
+    document: dict[str, Any]
+    sha256: str
+    approval: Approval
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for chunk in iter(lambda: file.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
+    """The plan as the file holds it."""
+    rows = job.rows_path
+    valid_until = plan.made_at + timedelta(seconds=float(job.run.plan_valid_for))
+    return {
+        "format": FORMAT, "version": VERSION,
+        "job": {"name": job.name, "kind": job.kind, "file": str(job.path.resolve()),
+                "sha256": sha256_of(job.path),
+                "rows_file": str(rows.resolve()) if rows is not None else None,
+                "rows_sha256": sha256_of(rows) if rows is not None else None},
+        "state": state,
+        "planned_by": {"user": plan.made_by, "host": plan.made_on},
+        "planned_at": _iso(plan.made_at), "valid_until": _iso(valid_until),
+        "quoted": plan.quoted, "retry_failed": plan.retry_failed,
+        "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
+        "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
+        "balances": [n.as_dict() for n in plan.needs],
+        "items": [p.as_dict() for p in plan.items]}
+
+
+def write_plan(content: dict[str, Any], path: Path) -> str:
+    """Write the plan file (whole or not at all); its sha256."""
+    text = json.dumps(content, indent=1) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_plan(path: Path) -> tuple[dict[str, Any], str]:
+    """The plan file's content and sha256; PlanRefused when it is not one."""
+    try:
+        raw = path.read_bytes()
+        content = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise PlanRefused([f"{path}: cannot read a plan from it: {exc}"]) from None
+    if not isinstance(content, dict) or content.get("format") != FORMAT:
+        raise PlanRefused([f"{path}: not a runner plan file"])
+    if content.get("version") != VERSION:
+        raise PlanRefused([f"{path}: plan file version {content.get('version')!r}; this "
+                           f"runner reads version {VERSION}"])
+    return content, hashlib.sha256(raw).hexdigest()
+
+
+def job_file(content: dict[str, Any]) -> Path:
+    return Path(content["job"]["file"])
+
+
+def precheck(content: dict[str, Any], job: Job, approved_by: str, applied_by: str,
+             now: datetime) -> None:
+    """What is refused before anything is read from the provider: an approver (or whoever
+    applies) who made the plan when ``run.four_eyes``, a plan past its validity, a job file
+    changed since (a rows file changed is ``compare``'s, which names the rows)."""
+    reasons = []
+    planner = str(content["planned_by"]["user"])
+    if job.run.four_eyes:
+        if _same(approved_by, planner):
+            reasons.append(f"four eyes: {approved_by} made the plan and cannot approve it")
+        elif _same(applied_by, planner):
+            reasons.append(f"four eyes: {applied_by} made the plan and cannot apply it "
+                           f"(even approved by {approved_by})")
+    until = datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
+    if now > until:
+        reasons.append(f"the plan expired at {content['valid_until']} (run.plan_valid_for "
+                       f"{job.run.plan_valid_for}s after it was made); make a new one")
+    if content["job"]["name"] != job.name or content["job"]["kind"] != job.kind:
+        reasons.append(f"the plan is of job {content['job']['name']}, not {job.name}")
+    if sha256_of(job.path) != content["job"]["sha256"]:
+        reasons.append(f"the job file {job.path} changed since the plan")
+    if reasons:
+        raise PlanRefused(reasons)
+
+
+def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:
+    """How the plan made now differs from the file's: rows added, gone or changed, amounts
+    and rates moved (by more than ``run.max_rate_change`` percent); [] when it may be paid."""
+    planned = {p["external_id"]: p for p in content["items"] if p["external_id"]}
+    reasons: list[str] = []
+    rates: dict[str, str] = {}
+    limit = job.run.max_rate_change
+    for p in plan.items:
+        if not p.external_id:
+            continue
+        then = planned.pop(p.external_id, None)
+        if then is None:
+            reasons.append(f"{_name(p)} is not in the plan")
+        elif then["fingerprint"] != p.fingerprint:
+            reasons.append(f"{_name(p)} changed since the plan")
+        elif p.pays and then["action"] in TO_PAY:
+            reasons += _amount(p, then)
+            moved = _rate_moved(p, then, limit)
+            if moved is not None and p.price is not None:
+                rates.setdefault(p.price.rate_name or p.price.currency, moved)
+    reasons += [f"row {then['row']} ({external_id}) of the plan is no longer in the job"
+                for external_id, then in planned.items()]
+    reasons += [f"the rate {name} {moved}" for name, moved in rates.items()]
+    rows = job.rows_path
+    if not reasons and rows is not None and sha256_of(rows) != content["job"]["rows_sha256"]:
+        reasons.append(f"the rows file {rows} changed since the plan")
+    if len(reasons) > SHOWN:
+        reasons = [*reasons[:SHOWN], f"and {len(reasons) - SHOWN} more"]
+    return reasons
+
+
+def restrict(content: dict[str, Any], plan: Plan) -> None:
+    """Leave to pay only what the plan lists to pay (an item is sent again only when the
+    plan says so); the others become ``unplanned``."""
+    actions = {p["external_id"]: p["action"] for p in content["items"] if p["external_id"]}
+    for p in plan.to_pay:
+        then = actions.get(p.external_id)
+        if then not in TO_PAY or (p.action == "retry") != (then == "retry"):
+            p.action, p.why = "unplanned", f"the plan says {then or 'nothing of it'}"
+
+
+def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by: str,
+             applied_on: str, now: datetime) -> Approval:
+    planner = content["planned_by"]
+    return Approval(sha256, str(planner["user"]), str(planner["host"]),
+                    str(content["planned_at"]), approved_by, applied_by, applied_on,
+                    _iso(now))
+
+
+def _amount(p: PlannedItem, then: dict[str, Any]) -> list[str]:
+    # A quoted plan's amount is the quotation's; apply compares the rates instead.
+    if p.price is None or then.get("quoted_rate") is not None or then.get("amount") is None:
+        return []
+    if (then["currency"], _decimal(then["amount"])) != (p.price.currency, p.price.amount):
+        return [f"{_name(p)}: the amount is now {p.price.currency} {p.price.amount:,}, the "
+                f"plan says {then['currency']} {then['amount']}"]
+    return []
+
+
+def _rate_moved(p: PlannedItem, then: dict[str, Any], limit: Decimal) -> str | None:
+    was, now = _decimal(then.get("rate")), p.price.rate if p.price else None
+    if was is None or now is None or was == 0:
+        return None
+    change = (now - was) / was * 100
+    if abs(change) <= limit:
+        return None
+    return (f"moved from {was} to {now} ({change:+.2f}%), more than run.max_rate_change "
+            f"{limit}%")
+
+
+def _decimal(value: Any) -> Decimal | None:
+    try:
+        return None if value is None else Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def _name(p: PlannedItem) -> str:
+    return f"row {p.row} ({p.external_id})"
+
+
+def _same(a: str, b: str) -> bool:
+    return a.strip().casefold() == b.strip().casefold()
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

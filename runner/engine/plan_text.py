@@ -1,0 +1,87 @@
+"""A plan (``runner.engine.plan``) as a person reads it on a terminal: what `runner plan` and
+`runner run --dry-run` print, and what a terminal shows before the question. Large groups
+(new, resumed, settled) are counted; every item a person may want to look at (in doubt, sent
+again, failed, needing a person, changed, refused, invalid) is listed with why."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from runner.engine.plan import Need, Plan, PlannedItem
+
+LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up first)",
+          "retry": "to send again (--retry-failed)", "settled": "settled",
+          "failed": "failed earlier", "review": "needs a person",
+          "changed": "changed after its payment started", "refused": "refused",
+          "invalid": "invalid", "unplanned": "not to pay in the plan"}
+LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "invalid")
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    lines = [f"{plan.job} ({plan.kind}, {plan.file}): {len(plan.items)} row(s); planned "
+             f"{plan.made_at:%Y-%m-%d %H:%M:%S} UTC by {plan.made_by} on {plan.made_on}"
+             f"{', with quotations' if plan.quoted else ''}", f"state: {plan.state}"]
+    for heading, paying in (("to pay", True), ("skipped", False)):
+        group = [p for p in plan.items if p.pays == paying]
+        lines.append(f"{heading}: {len(group)} item(s)")
+        for action in LABELS:
+            those = [p for p in group if p.action == action]
+            if not those:
+                continue
+            lines.append(f"  {LABELS[action]}: {len(those)}{_steps(those, action)}")
+            lines += [f"    {_item(p)}" for p in those
+                      if action in LISTED or (action == "settled" and p.changed)]
+    if plan.needs:
+        lines.append("balances:")
+        lines += [f"  {_need(n)}" for n in plan.needs]
+    lines.append(closing(plan))
+    return lines
+
+
+def closing(plan: Plan) -> str:
+    """The plan's verdict in one line."""
+    if plan.stops:
+        return (f"nothing would be sent: {len(plan.of('invalid'))} invalid item(s) "
+                f"(run.on_invalid: stop)")
+    if plan.short:
+        return f"nothing would be sent, the balance is short: {plan.shortfall()}"
+    if not plan.to_pay:
+        return "nothing to pay"
+    return f"a run would pay {question(plan)}"
+
+
+def question(plan: Plan) -> str:
+    """``30 item(s): EUR 735.00``: what is asked before money moves."""
+    totals = ", ".join(f"{c} {a:,}" for c, a in sorted(plan.totals().items()))
+    return f"{len(plan.to_pay)} item(s){': ' + totals if totals else ''}"
+
+
+def _steps(items: list[PlannedItem], action: str) -> str:
+    if action != "resume":
+        return ""
+    steps = Counter(p.step for p in items)
+    return " (" + ", ".join(f"{n} at {step}" for step, n in sorted(steps.items())) + ")"
+
+
+def _item(p: PlannedItem) -> str:
+    name = f"{p.external_id} (row {p.row})" if p.external_id else f"row {p.row}"
+    if p.action == "retry":
+        name += f" as {p.ref}"
+    why = p.why
+    if p.action in ("retry", "failed"):
+        why += "; changed since it failed" if p.changed else "; unchanged since it failed"
+    elif p.action == "settled":
+        why = "changed since it was paid: not paid again"
+    return f"{name}: {why}" if why else name
+
+
+def _need(n: Need) -> str:
+    if n.fees_known:
+        needed = f"{n.amount:,} + fees {n.fee:,} = {n.needed:,} needed"
+    elif n.fee:
+        needed = f"{n.amount:,} + fees {n.fee:,} = {n.needed:,} needed, and the fees not " \
+                 f"quoted yet (--quote asks them)"
+    else:
+        needed = f"{n.amount:,} needed, and fees (--quote asks them)"
+    verdict = f"SHORT by {n.needed - n.available:,}" if n.short else "covered"
+    return f"{n.balance}: {n.items} item(s), {needed}; {n.available:,} available: {verdict}"

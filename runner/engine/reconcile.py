@@ -1,0 +1,230 @@
+"""Reconciliation: the state of a job against the provider's own records, reading only.
+
+``reconcile_job`` looks every item of the job's state up at the provider by the external_id
+of its current attempt (``Flow.found``: GETs only, at bounded concurrency), and each attempt
+that failed before the item was sent again (``-fN``: it must still be final and unpaid
+there). Rows of the job the state does not hold are looked up too: found, they are unknown to
+the state. For each item it compares status, provider id, amounts and fee; then, per
+currency, the settled items' total in the state against the same items' total in the
+provider's records (those still showing the state's status: a payment reversed since is not
+counted), and where the service keeps statements (the accounts of payouts and transfers),
+against the debits the batch's requests booked there. A kind the provider cannot find by
+external_id says what was compared instead (``NoLookup``). Nothing is written and nothing
+is POSTed: safe at any time, also while a run is going on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Flow
+from runner.errors import ItemInDoubt, NoLookup
+from runner.job import Job, ValidItem, iter_items
+from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore
+from runner.summary.items_csv import csv_cell
+
+# The columns compared, as the state and ``Flow.found`` name them.
+COMPARED = ("status", "transaction_id", "source_currency", "source_amount", "fee",
+            "destination_currency", "destination_amount")
+UNKNOWN, MISSING = "unknown to the state", "missing at the provider"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way the state and the provider disagree: ``what`` differs (a column, or
+    UNKNOWN, MISSING, ``earlier attempt``, ``not compared``, ``total``), and each side."""
+
+    external_id: str
+    row: int | None
+    ref: str
+    what: str
+    state: str
+    provider: str
+
+    def line(self) -> str:
+        where = f"{self.external_id} (row {self.row})" if self.row else self.external_id
+        if self.ref and self.ref != self.external_id:
+            where += f" as {self.ref}"
+        return f"{where}: {self.what}: the state says {self.state}, the provider {self.provider}"
+
+
+@dataclass(frozen=True)
+class Total:
+    """A currency's settled items: their total (sent + fee) in the state and in the
+    provider's records of the same items."""
+
+    currency: str
+    items: int
+    state: Decimal
+    provider: Decimal
+
+
+@dataclass(frozen=True)
+class Booked:
+    """A balance's settled items: what they took as the state says, and as the service's
+    statement of it shows (the entries their requests booked)."""
+
+    balance: str
+    state: Decimal
+    statement: Decimal
+
+
+@dataclass
+class Reconciliation:
+    job: str
+    kind: str
+    compared: int = 0
+    differences: list[Difference] = field(default_factory=list)
+    totals: list[Total] = field(default_factory=list)
+    booked: list[Booked] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def lines(self) -> list[str]:
+        verdict = "all agree" if self.ok else f"{len(self.differences)} difference(s)"
+        lines = [f"{self.job} ({self.kind}): {self.compared} item(s) compared with the "
+                 f"provider's records: {verdict}"]
+        lines += [f"  {d.line()}" for d in self.differences
+                  if d.what not in ("total", "statement")]
+        for t in self.totals:
+            agree = "agree" if t.state == t.provider else "DIFFER"
+            lines.append(f"  {t.currency}: {t.items} settled item(s): {t.state:,} in the "
+                         f"state, {t.provider:,} in the provider's records: {agree}")
+        for b in self.booked:
+            agree = "agree" if b.state == b.statement else "DIFFER"
+            lines.append(f"  {b.balance}: {b.state:,} in the state, {b.statement:,} debited "
+                         f"on the account's statement: {agree}")
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"job": self.job, "kind": self.kind, "compared": self.compared, "ok": self.ok,
+                "differences": [asdict(d) for d in self.differences],
+                "totals": [{**asdict(t), "state": str(t.state), "provider": str(t.provider)}
+                           for t in self.totals],
+                "booked": [{"balance": b.balance, "state": str(b.state),
+                            "statement": str(b.statement)} for b in self.booked]}
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["external_id", "row", "ref", "what", "state", "provider"])
+        for d in self.differences:
+            writer.writerow([csv_cell(v) for v in (d.external_id, d.row, d.ref, d.what,
+                                                   d.state, d.provider)])
+        return out.getvalue()
+
+
+def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
+                  concurrency: int) -> Reconciliation:
+    records = list(store.items(job.name))
+    earlier: dict[str, list[RetryRecord]] = {}
+    for retry in store.retries(job.name):
+        earlier.setdefault(retry.external_id, []).append(retry)
+    known = {r.external_id for r in records}
+    unseen = [v for v in _valid(job) if v.external_id not in known]
+    owners = store.owners([v.external_id for v in unseen])
+    unseen = [v for v in unseen if v.external_id not in owners]
+    stubs = [ItemRecord(v.external_id, job.name, job.kind, v.row) for v in unseen]
+    result = Reconciliation(job.name, job.kind)
+
+    def one(record: ItemRecord) -> tuple[ItemChanges | None, list[Difference]]:
+        return _compare(flow, record, earlier.get(record.external_id, []))
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reconcile") as pool:
+        found = list(pool.map(one, [*records, *stubs]))
+    sums: dict[str, list[Any]] = {}
+    for record, (held, differences) in zip([*records, *stubs], found, strict=True):
+        result.compared += 1
+        result.differences += differences
+        if record.outcome == "settled" and record.source_currency:
+            total = sums.setdefault(record.source_currency, [0, Decimal(0), Decimal(0)])
+            total[0] += 1
+            total[1] += _cost(record.source_amount, record.fee)
+            # The provider's side counts what it still shows as the state does: a payment
+            # reversed since (or missing) is not in it.
+            if held is not None and _same(held.get("status", record.status), record.status):
+                total[2] += _cost(held.get("source_amount", record.source_amount),
+                                  held.get("fee", record.fee))
+    for currency, (count, in_state, at_provider) in sorted(sums.items()):
+        result.totals.append(Total(currency, count, in_state, at_provider))
+        if in_state != at_provider:
+            result.differences.append(Difference(currency, None, "", "total",
+                                                 f"{in_state:,}", f"{at_provider:,}"))
+    for balance, in_state, booked in flow.booked([r for r in records
+                                                  if r.outcome == "settled"]):
+        result.booked.append(Booked(balance, in_state, booked))
+        if in_state != booked:
+            result.differences.append(Difference(balance, None, "", "statement",
+                                                 f"{in_state:,}", f"{booked:,}"))
+    return result
+
+
+def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord]
+             ) -> tuple[ItemChanges | None, list[Difference]]:
+    def differs(what: str, state: Any, provider: Any, ref: str = record.ref) -> Difference:
+        return Difference(record.external_id, record.row, ref, what, _shown(state),
+                          _shown(provider))
+
+    try:
+        held = flow.found(record)
+    except (NoLookup, ItemInDoubt) as exc:
+        return None, [differs("not compared", record.state, str(exc))]
+    made = record.transaction_id is not None or record.step in ("confirmed", "final")
+    found: list[Difference] = []
+    shown: dict[str, Any] = dict(held or {})
+    if held is None and made:
+        found.append(differs(MISSING, _what(record.status, record.transaction_id),
+                             "nothing under this external_id"))
+    elif held is not None and not made:
+        found.append(differs(UNKNOWN, "nothing made", _what(shown.get("status"),
+                                                            shown.get("transaction_id"))))
+    elif held is not None:
+        found += [differs(name, getattr(record, name), shown[name]) for name in COMPARED
+                  if name in shown and not _same(getattr(record, name), shown[name])]
+    for retry in retries:
+        try:
+            paid = flow.unpaid(record, retry.previous_ref)
+        except (NoLookup, ItemInDoubt) as exc:
+            paid = str(exc)
+        if paid is not None:
+            found.append(differs("earlier attempt", f"{retry.previous_status} (not paid; "
+                                 f"sent again as {retry.ref})", paid, retry.previous_ref))
+    return held, found
+
+
+def _valid(job: Job) -> Iterator[ValidItem]:
+    for result in iter_items(job):
+        if isinstance(result, ValidItem):
+            yield result
+
+
+def _what(status: Any, made: Any) -> str:
+    """``70000 (id 12)``: a status and the provider's id, as far as known."""
+    if status is None and made is None:
+        return "a record (no status shown)"
+    return " ".join(x for x in (str(status or ""), f"(id {made})" if made else "") if x)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    try:
+        return Decimal(str(a)) == Decimal(str(b))
+    except ArithmeticError:
+        return str(a) == str(b)
+
+
+def _cost(amount: Any, fee: Any) -> Decimal:
+    return Decimal(str(amount or 0)) + Decimal(str(fee or 0))
+
+
+def _shown(value: Any) -> str:
+    return "nothing" if value is None else str(value)
