@@ -366,8 +366,8 @@ def test_the_preflight_sends_nothing_when_an_account_cannot_cover_its_items(
                                               ("c", "ACC0002", "PBA0002-1", "25.00")])
     result = run(path, state)
     assert (result.exit_code, result.message) == (
-        1, "ACC0002 EUR 75.00 needed, 0.00 available: nothing was confirmed "
-           "(--allow-partial confirms what the balance covers)")
+        4, "ACC0002 EUR 75.00 needed, 0.00 available: nothing was sent "
+           "(--allow-partial pays what the balance covers)")
     assert posts(adm) == {}
     assert requests_at(sb, "payout") == {}
 
@@ -379,8 +379,8 @@ def test_allow_partial_sends_what_the_available_balance_covers(
                      concurrency=1)
     refused = run(path, state)
     assert (refused.exit_code, refused.message) == (
-        1, "ACC0001 EUR 55,000.00 needed, 50,000.00 available: nothing was confirmed "
-           "(--allow-partial confirms what the balance covers)")
+        4, "ACC0001 EUR 55,000.00 needed, 50,000.00 available: nothing was sent "
+           "(--allow-partial pays what the balance covers)")
     assert posts(adm) == {}
 
     partial = run(path, state, allow_partial=True)
@@ -628,3 +628,20 @@ def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
             assert len(ok) <= 1, external_id
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------- reconciliation
+@pytest.mark.parametrize("kind", KINDS)
+def test_reconcile_compares_the_requests_and_the_source_accounts_statement(
+        kind: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    path = write_job(tmp_path, sb, kind)
+    assert run(path, state).counts == {"settled": 3}
+    sent = posts(adm)
+    result = cli("reconcile", str(path), "--state", str(state))
+    assert (result.exit_code, out_lines(result)) == (0, [
+        f"{NAME} ({kind}): 3 item(s) compared with the provider's records: all agree",
+        "  EUR: 3 settled item(s): 60.25 in the state, 60.25 in the provider's records: "
+        "agree",
+        "  ACC0001 EUR: 60.25 in the state, 60.25 debited on the account's statement: "
+        "agree"])
+    assert posts(adm) == sent
