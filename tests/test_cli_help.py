@@ -33,5 +33,7 @@ def test_top_level_help_lists_exit_codes() -> None:
     assert result.exit_code == 0
     for line in ("0   every item settled well", "2   usage error or invalid job file",
                  "3   items handled, but the summary email could not be sent",
+                 "4   the balances cannot cover what is to be paid: nothing was paid",
+                 "5   status: no item failed, but some are still pending",
                  "75  another run holds the job's lease"):
         assert line in result.output

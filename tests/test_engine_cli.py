@@ -151,6 +151,10 @@ def test_a_short_balance_stops_the_run_before_any_post(sb: RunningSandbox, adm: 
         "EUR 60.00 needed, 40.00 available: nothing was sent (--allow-partial pays what the "
         "balance covers)"])
     assert posts(adm) == {}  # not one quotation, transaction or confirm
+    plan = runner("plan", job, state)  # says so before, and sends nothing either
+    assert (plan[0], plan[1][-1]) == (4, "nothing would be sent, the balance is short: "
+                                         "EUR 60.00 needed, 40.00 available")
+    assert posts(adm) == {}
     headline = sorted((tmp_path / "reports").glob("*.txt"))[-1].read_text().splitlines()[0]
     assert headline == f"{JOB_NAME}: nothing paid, funds short: EUR 60.00 needed, 40.00 available"
     report = cli("report", str(job), "--state", str(state), "--format", "json")

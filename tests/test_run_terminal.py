@@ -84,6 +84,7 @@ def test_on_a_terminal_the_plan_is_shown_and_no_means_nothing_is_sent(
     job = write_job(tmp_path, sb, ROWS)
     code, shown = on_terminal(runner_command(job, state), b"n\n")
     assert code == 0
+    assert "to pay: 30 item(s)\r\n  new: 30\r\n" in shown  # the plan, before the question
     assert "About to pay 30 item(s): EUR 735.00" in shown
     assert "Send these payments? [y/N]" in shown
     assert "cancelled; nothing was sent" in shown

@@ -217,15 +217,15 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
              owners: dict[str, str], flow: Flow[Any, Any], retry_failed: bool) -> PlannedItem:
     """What a run does with one valid item, given its state record (None: new to the state)
     and who holds the external_ids concerned (rule 7)."""
-    made = fingerprint(flow.fingerprinted(valid.item))
-    p = PlannedItem(valid.external_id, valid.row, "new", valid.external_id, made, "new",
+    request = fingerprint(flow.fingerprinted(valid.item))
+    p = PlannedItem(valid.external_id, valid.row, "new", valid.external_id, request, "new",
                     price=price, valid=valid, record=record)
     if record is None:
         if valid.external_id in owners:
             p.action = "refused"
             p.why = f"already handled by job {owners[valid.external_id]}; not paid again"
         return p
-    p.ref, p.step, p.changed = record.ref, record.step, record.fingerprint != made
+    p.ref, p.step, p.changed = record.ref, record.step, record.fingerprint != request
     if record.source_currency and record.source_amount is not None and \
             record.step not in ("new", "final"):
         p.price = Price(record.source_currency, record.source_amount, record.fee,

@@ -130,11 +130,15 @@ def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:
     """How the plan made now differs from the file's: rows added, gone or changed, amounts
     and rates moved (by more than ``run.max_rate_change`` percent); [] when it may be paid."""
     planned = {p["external_id"]: p for p in content["items"] if p["external_id"]}
+    rows = {p["row"]: p["external_id"] for p in planned.values()}
     reasons: list[str] = []
     rates: dict[str, str] = {}
     limit = job.run.max_rate_change
     for p in plan.items:
         if not p.external_id:
+            if p.row in rows and rows[p.row] in planned:  # valid then, invalid now
+                reasons.append(f"row {p.row} ({rows[p.row]}) is now invalid: {p.why}")
+                del planned[rows[p.row]]
             continue
         then = planned.pop(p.external_id, None)
         if then is None:
@@ -149,9 +153,10 @@ def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:
     reasons += [f"row {then['row']} ({external_id}) of the plan is no longer in the job"
                 for external_id, then in planned.items()]
     reasons += [f"the rate {name} {moved}" for name, moved in rates.items()]
-    rows = job.rows_path
-    if not reasons and rows is not None and sha256_of(rows) != content["job"]["rows_sha256"]:
-        reasons.append(f"the rows file {rows} changed since the plan")
+    rows_file = job.rows_path
+    if not reasons and rows_file is not None and \
+            sha256_of(rows_file) != content["job"]["rows_sha256"]:
+        reasons.append(f"the rows file {rows_file} changed since the plan")
     if len(reasons) > SHOWN:
         reasons = [*reasons[:SHOWN], f"and {len(reasons) - SHOWN} more"]
     return reasons
@@ -176,8 +181,10 @@ def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by:
 
 
 def _amount(p: PlannedItem, then: dict[str, Any]) -> list[str]:
-    # A quoted plan's amount is the quotation's; apply compares the rates instead.
-    if p.price is None or then.get("quoted_rate") is not None or then.get("amount") is None:
+    # Amounts of one source only: a quoted plan's are the quotation's, and an item that went
+    # on since (a run quoted it) has the state's; apply compares the rates instead.
+    if p.price is None or then.get("quoted_rate") is not None or then.get("amount") is None \
+            or then.get("step") != p.step:
         return []
     if (then["currency"], _decimal(then["amount"])) != (p.price.currency, p.price.amount):
         return [f"{_name(p)}: the amount is now {p.price.currency} {p.price.amount:,}, the "
