@@ -282,3 +282,15 @@ def test_status_exits_0_settled_5_on_their_way_1_failed(
                                        + "e,1,20.00,+254700999301\n")
     assert run(job, state).counts == {"settled": 3, "failed": 1}
     assert status_json(job, state) == (1, {"settled": 3, "failed": 1})
+
+
+def test_apply_refuses_what_is_not_a_whole_plan_file(tmp_path: Path, state: Path) -> None:
+    plan = tmp_path / "x.json"
+    plan.write_text('{"format": "runner plan", "version": 1, "job": {}}')
+    assert lines_of("apply", str(plan), "--state", str(state), "--yes") == (2, [], [
+        f"the plan is refused: {plan}: an incomplete plan file: KeyError: 'planned_by'; "
+        f"nothing was sent"])
+    plan.write_text("[1, 2]")
+    assert lines_of("apply", str(plan), "--yes")[2] == [
+        f"the plan is refused: {plan}: not a runner plan file; nothing was sent"]
+    assert not state.exists()

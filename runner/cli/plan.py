@@ -110,12 +110,12 @@ def apply(plan_file: Path, approved_by: str | None, state: Path | None,
     from runner.errors import PlanRefused
     from runner.job import load_job
 
-    content, sha256 = read_plan(plan_file)
     user, host = who()
     approver = approved_by or user
-    job = job_file(content)
     now = datetime.now(UTC)
     try:
+        content, sha256 = read_plan(plan_file)
+        job = job_file(content)
         precheck(content, load_job(job), approver, user, now)
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)

@@ -34,6 +34,7 @@ from runner.kinds import Price, kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
+from runner.summary.model import Scrubber
 from runner.validation import Report, quotation_problem, validate_job
 
 TO_PAY = ("new", "resume", "in_doubt", "retry")
@@ -195,6 +196,9 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
                           + retries)
     items = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
              for v, price in kept]
+    clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
+    for p in items:
+        p.why = clean(p.why)
     by_row: dict[int, list[str]] = {}
     for problem in report.problems:
         if problem.row is not None:

@@ -94,7 +94,27 @@ def read_plan(path: Path) -> tuple[dict[str, Any], str]:
     if content.get("version") != VERSION:
         raise PlanRefused([f"{path}: plan file version {content.get('version')!r}; this "
                            f"runner reads version {VERSION}"])
+    missing = _incomplete(content)
+    if missing:
+        raise PlanRefused([f"{path}: an incomplete plan file: {missing}"])
     return content, hashlib.sha256(raw).hexdigest()
+
+
+def _incomplete(content: dict[str, Any]) -> str:
+    """What apply reads of a plan file that is missing or of the wrong shape; '' if none."""
+    try:
+        job, planner = content["job"], content["planned_by"]
+        texts = [job["file"], job["sha256"], planner["user"], planner["host"],
+                 content["state"], content["planned_at"], content["valid_until"]]
+        datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
+        fields = [(i["external_id"], i["row"], i["action"], i["fingerprint"])
+                  for i in content["items"]]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if not all(isinstance(t, str) for t in texts) or \
+            not all(isinstance(f[1], int) for f in fields):
+        return "a value of the wrong type"
+    return ""
 
 
 def job_file(content: dict[str, Any]) -> Path:

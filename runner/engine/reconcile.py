@@ -19,7 +19,7 @@ import csv
 import io
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -28,6 +28,7 @@ from runner.errors import ItemInDoubt, NoLookup
 from runner.job import Job, ValidItem, iter_items
 from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore
 from runner.summary.items_csv import csv_cell
+from runner.summary.model import Scrubber
 
 # The columns compared, as the state and ``Flow.found`` name them.
 COMPARED = ("status", "transaction_id", "source_currency", "source_amount", "fee",
@@ -164,6 +165,9 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
         if in_state != booked:
             result.differences.append(Difference(balance, None, "", "statement",
                                                  f"{in_state:,}", f"{booked:,}"))
+    clean = Scrubber(job.secrets())  # a provider's message may echo what it was sent
+    result.differences = [replace(d, state=clean(d.state), provider=clean(d.provider))
+                          for d in result.differences]
     return result
 
 

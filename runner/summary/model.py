@@ -238,7 +238,7 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
     ``notes`` are what only the run that just ended knows (the items another job holds,
     with why; its closing message): the state keeps only their count."""
-    clean = _Scrubber(secrets)
+    clean = Scrubber(secrets)
     items = [_item(r, clean) for r in store.items(job_name)]
     run = store.latest_run(job_name)
     counts = {k: 0 for k in STATES}
@@ -272,7 +272,7 @@ def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
     return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
 
 
-def _item(r: ItemRecord, clean: _Scrubber) -> ItemLine:
+def _item(r: ItemRecord, clean: Scrubber) -> ItemLine:
     who = json.loads(r.summary or "{}")
     ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
     return ItemLine(
@@ -287,7 +287,7 @@ def _item(r: ItemRecord, clean: _Scrubber) -> ItemLine:
         check=clean(_check(r)), details=_details(r.details, clean), intent=r.intent or "")
 
 
-def _details(text: str | None, clean: _Scrubber) -> tuple[Detail, ...]:
+def _details(text: str | None, clean: Scrubber) -> tuple[Detail, ...]:
     """The details column as lines: scalars as text, nested objects by dotted name, lists of
     ``{channel, steps}`` as instructions, other lists joined."""
     if not text:
@@ -301,7 +301,7 @@ def _details(text: str | None, clean: _Scrubber) -> tuple[Detail, ...]:
     return tuple(_detail_lines(value, "", clean))
 
 
-def _detail_lines(values: dict[str, Any], prefix: str, clean: _Scrubber) -> Iterable[Detail]:
+def _detail_lines(values: dict[str, Any], prefix: str, clean: Scrubber) -> Iterable[Detail]:
     for key, value in values.items():
         name = f"{prefix}{key}"
         if value is None or value == "" or value == [] or value == {}:
@@ -358,7 +358,7 @@ def _when(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-class _Scrubber:
+class Scrubber:
     """Blanks the job's secrets and masks card-shaped numbers (Luhn-valid, 13-19 digits)."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
