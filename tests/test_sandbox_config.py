@@ -57,8 +57,8 @@ def test_the_counters_have_no_option_of_their_own_but_fault_sets_them() -> None:
     counters = [s for s in settings(FaultRule) if s.option is None]
     assert {s.name for s in counters} == {f"{kind}_next" for kind in KINDS}
     for s in settings(FaultRule):
-        group, name, value = read_setting(f"confirm:{s.name}=2")
-        assert (group, name, value) == ("confirm", s.name, 2)
+        group, name, value = read_setting(f"confirm:{s.name}=1")
+        assert (group, name, value) == ("confirm", s.name, 1)
         assert type(value) is s.type
 
 
