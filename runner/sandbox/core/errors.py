@@ -164,6 +164,8 @@ class Dialect:
 
     prefixes: tuple[str, ...] = ()
     basic_only = False  # Basic authentication only (no digest)
+    retry_later = "1009001"  # the code of a 429 (too many calls)
+    malformed = "1000999"  # the code of a 413 (a body over the limit)
 
     def owns(self, path: str) -> bool:
         return path.startswith(self.prefixes)
@@ -185,7 +187,8 @@ class Dialect:
 
     def throttled(self, content_type: str | None, retry_after: int) -> Response:
         """429: too many calls for now (the throttling fault, or the rate limit per key)."""
-        return error_response(ApiError("1009001", status=429), retry_after_header(retry_after),
+        return error_response(ApiError(self.retry_later, status=429),
+                              retry_after_header(retry_after),
                               message="Too many requests, retry later")
 
     def invalid(self, content_type: str | None, kind: str, field: str, problem: str,
@@ -195,7 +198,7 @@ class Dialect:
 
     def too_large(self, content_type: str | None, limit: int) -> Response:
         """413: a body over the limit, refused unread (the connection is then closed)."""
-        return error_response(ApiError("1000999", f"body: larger than {limit} bytes",
+        return error_response(ApiError(self.malformed, f"body: larger than {limit} bytes",
                                        status=413), CLOSE)
 
     def http_error(self, content_type: str | None, path: str, status: int) -> Response:
@@ -213,27 +216,19 @@ class CollectionDialect(Dialect):
 
     prefixes = paths.COLLECTION
     basic_only = True
+    retry_later = "2001501"
+    malformed = "1000400"
 
     def fault(self, content_type: str | None, kind: str) -> Response | None:
         if kind == "error":
             return error_response(ApiError("1000500"))
         if kind == "unavailable":
             return error_response(ApiError("2001501"), RETRY_LATER)
-        if kind == "throttled":
-            return self.throttled(content_type, 1)
-        return None
-
-    def throttled(self, content_type: str | None, retry_after: int) -> Response:
-        return error_response(ApiError("2001501", status=429), retry_after_header(retry_after),
-                              message="Too many requests, retry later")
+        return super().fault(content_type, kind)
 
     def invalid(self, content_type: str | None, kind: str, field: str, problem: str,
                 ) -> Response:
         return error_response(collection_invalid(kind, field, problem))
-
-    def too_large(self, content_type: str | None, limit: int) -> Response:
-        return error_response(ApiError("1000400", f"body: larger than {limit} bytes",
-                                       status=413), CLOSE)
 
     def http_error(self, content_type: str | None, path: str, status: int) -> Response:
         if status == 405:

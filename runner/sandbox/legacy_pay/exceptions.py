@@ -90,9 +90,7 @@ class LegacyDialect(Dialect):
             return response(9500, None, xml)
         if kind == "unavailable":
             return response(5050, None, xml, headers=RETRY_LATER)
-        if kind == "throttled":
-            return self.throttled(content_type, 1)
-        return None
+        return super().fault(content_type, kind)
 
     def throttled(self, content_type: str | None, retry_after: int) -> Response:
         return response(5050, "too many requests", format_of(content_type) == "xml",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from pydantic import Field
+
 from runner import rules
 from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import Confirmable, Money, Party, Request, Resource, Str
@@ -85,7 +87,7 @@ class PaymentRequest(Request):
     consumer: Consumer | None = None
     sender: Consumer | None = None
     beneficiary: dict[str, str | None] | None = None
-    external_id: Reference
+    external_id: Reference = Field(description="the partner's reference of the payment")
     external_code: Str = None
     callback_url: Str = None
     purpose_of_payment: Str = None
