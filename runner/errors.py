@@ -269,7 +269,10 @@ class ProviderTimeout(ProviderConnectionError):
 
 
 class ProviderHTTPError(ProviderError):
-    """The provider answered, with an error status or an error ReturnCode."""
+    """The provider answered, with an error status or an error ReturnCode. ``retry_after``:
+    the seconds its ``Retry-After`` asked to wait before calling again (429, 503), if any."""
+
+    retry_after: float | None = None
 
 
 class AuthenticationError(ProviderHTTPError):

@@ -18,6 +18,11 @@ from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread
 
 KEY, SECRET = "test-key", "test-secret"
+# A money transfer quotation of 100.00 EUR to payer 1 (M-Wallet Kenya).
+QUOTATION = {"external_id": "q-1", "payer_id": 1, "mode": "SOURCE_AMOUNT",
+             "source": {"country_iso_code": "FRA", "currency": "EUR",
+                        "amount": Decimal("100.00")},
+             "destination": {"currency": "KES"}}
 
 
 class Api:

@@ -176,7 +176,7 @@ def test_available_is_what_can_be_moved(api: Api, admin: Admin) -> None:
     ({"transfer": money("0")}, None, "2001101", ["transfer.amount must be positive"]),
     ({"transfer": money("-5.00")}, None, "2001101", ["transfer.amount must be positive"]),
     ({"transfer": money("1.005")}, None, "2001101", ["more than 2 decimals"]),
-    ({"transfer": money("1E+40")}, None, "2001101", ["transfer.amount is too large"]),
+    ({"transfer": money("1E+40")}, None, "2001101", ["transfer.amount: a number must be"]),
     ({"transfer": {"amount": "NaN", "currency": "EUR"}}, None, "2001101", ["transfer.amount"]),
     ({"transfer": money("1.00", "USD")}, None, "2001101", ["transfer.currency must be EUR"]),
     ({"transfer": {"amount": "ten", "currency": "EUR"}}, None, "2001101", ["transfer.amount"]),

@@ -163,7 +163,9 @@ def test_nonce_length_is_1_to_64(sandbox):
     refused(get(sandbox, headers=digest(nonce="")), "nonce must be 1 to 64 characters")
 
 
-def test_reused_nonce_is_refused_even_with_a_fresh_signature(sandbox):
+def test_reused_nonce_is_refused_even_with_a_fresh_signature(sandbox_factory):
+    """``--nonce-check strict``: a nonce is never taken twice for one key."""
+    sandbox = sandbox_factory(nonce_check="strict")
     first = digest(nonce="once", date=http_date(-2))
     assert get(sandbox, headers=first).status_code == 200
     again = digest(nonce="once", date=http_date())

@@ -67,6 +67,12 @@ def transaction(api: Api, name: str, callback_url: str | None,
     return body(t)  # type: ignore[no-any-return]
 
 
+def numbers(transaction: dict[str, Any]) -> dict[str, Any]:
+    """A money transfer answer as its callback carries it: status fields as numbers."""
+    return {**transaction, "status": int(transaction["status"]),
+            "status_class": int(transaction["status_class"])}
+
+
 def confirm(api: Api, path: str) -> dict[str, Any]:
     r = api.post(f"{path}/confirm")
     assert r.status_code == 200, r.text
@@ -95,18 +101,20 @@ def test_each_status_change_of_a_transaction_is_posted_signed(
     confirmed = confirm(api, f"{MT}/transactions/{created['id']}")
     first = receiver.wait_for(1)[0]
     assert first.path == "/callbacks"
-    assert first.json == confirmed  # the full transaction at its new status
-    assert first.json["status"] == "20000"
+    # The full transaction at its new status; its status fields are JSON numbers in a
+    # callback, as the public reference's example shows, and text in answers.
+    assert first.json == numbers(confirmed)
+    assert first.json["status"] == 20000 and confirmed["status"] == "20000"
     admin.advance(60)
-    assert receiver.wait_for(2)[1].json["status"] == "50000"
+    assert receiver.wait_for(2)[1].json["status"] == 50000
     admin.advance(60)
     got = receiver.wait_for(3)
     final = body(api.get(f"{MT}/transactions/ext-t-1"))
     assert final["status"] == "70000"
-    assert got[2].json == final
-    assert got[1].json == {**final, "status": "50000", "status_message": "SUBMITTED",
-                           "status_class": "5", "status_class_message": "SUBMITTED"}
-    assert [g.json["status"] for g in got] == ["20000", "50000", "70000"]  # none at creation
+    assert got[2].json == numbers(final)
+    assert got[1].json == {**final, "status": 50000, "status_message": "SUBMITTED",
+                           "status_class": 5, "status_class_message": "SUBMITTED"}
+    assert [g.json["status"] for g in got] == [20000, 50000, 70000]  # none at creation
     for g in got:
         assert_signed(g)
     assert len({g.headers["x-svc-nonce"] for g in got}) == 3  # a fresh nonce each time
@@ -171,7 +179,7 @@ def test_failed_deliveries_are_retried_until_accepted(
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirmed = confirm(api, f"{MT}/transactions/{t['id']}")
     got = receiver.wait_for(3)
-    assert [g.json for g in got] == [confirmed] * 3  # the same status, attempted 3 times
+    assert [g.json for g in got] == [numbers(confirmed)] * 3  # the same status, 3 times
     assert len({g.headers["x-svc-nonce"] for g in got}) == 3  # each attempt signed afresh
     for g in got:
         assert_signed(g)

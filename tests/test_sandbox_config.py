@@ -57,8 +57,8 @@ def test_the_counters_have_no_option_of_their_own_but_fault_sets_them() -> None:
     counters = [s for s in settings(FaultRule) if s.option is None]
     assert {s.name for s in counters} == {f"{kind}_next" for kind in KINDS}
     for s in settings(FaultRule):
-        group, name, value = read_setting(f"confirm:{s.name}=2")
-        assert (group, name, value) == ("confirm", s.name, 2)
+        group, name, value = read_setting(f"confirm:{s.name}=1")
+        assert (group, name, value) == ("confirm", s.name, 1)
         assert type(value) is s.type
 
 
@@ -103,3 +103,17 @@ def test_the_embedded_preset() -> None:
     assert (config.port, config.complete_delay, config.validation_delay) == (0, 0.5, 0.5)
     assert (config.api_key, config.submit_delay) == ("k", 2.0)
     assert set(EMBEDDED) <= {s.name for s in settings(SandboxConfig)}
+
+
+def test_every_bounded_knob_refuses_a_value_beyond_its_bound_at_start() -> None:
+    bounded = [s for s in declared() if s.knob.maximum is not None and s.type in (int, float)]
+    assert {"quotation_ttl", "latency_ms", "error_rate", "requests_per_second",
+            "max_body_bytes"} <= {s.name for s in bounded}
+    for s in bounded:
+        assert s.option is not None
+        too_big = CliRunner().invoke(main, ["sandbox", "serve", s.option,
+                                            str(int(s.knob.maximum * 10) + 1)])
+        assert too_big.exit_code == 2, s.name
+        assert f"is not from 0 to {s.knob.maximum:g}" in too_big.stderr, s.name
+        negative = CliRunner().invoke(main, ["sandbox", "serve", s.option, "-1"])
+        assert negative.exit_code == 2, s.name

@@ -223,14 +223,14 @@ def test_used_nonce_is_still_refused_after_a_clean_restart(sandbox_factory: Fact
                                                            tmp_path: Path) -> None:
     path = tmp_path / "state.jsonl"
     signed = digest_headers(KEY, SECRET)
-    first = start(sandbox_factory, path)
+    first = start(sandbox_factory, path, nonce_check="strict")
     with requests.Session() as http:
         assert http.get(first.sb.url + "/ping", headers=signed, timeout=5).status_code == 200
         replay = http.get(first.sb.url + "/ping", headers=signed, timeout=5)
         assert error_of(replay) == (401, "1000401")
         stop(first)
 
-        second = start(sandbox_factory, path)
+        second = start(sandbox_factory, path, nonce_check="strict")
         replay = http.get(second.sb.url + "/ping", headers=signed, timeout=5)
         assert error_of(replay) == (401, "1000401")
         assert "nonce" in body(replay)["errors"][0]["message"]

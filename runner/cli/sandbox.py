@@ -42,6 +42,18 @@ class _Read(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+def _within(maximum: float) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """The check of a number knob: from 0 to its ``maximum`` (said in the error, not in
+    every line of ``--help``)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None and not 0 <= value <= maximum:
+            raise click.BadParameter(f"{value:g} is not from 0 to {maximum:g}")
+        return value
+
+    return check
+
+
 def _option(s: Setting) -> Decorator:
     """The click option of one knob."""
     k = s.knob
@@ -61,6 +73,8 @@ def _option(s: Setting) -> Decorator:
         kw["type"] = int
     elif s.type is float:
         kw["type"] = float
+    if s.type in (int, float) and k.maximum is not None:
+        kw["callback"] = _within(k.maximum)
     if k.repeat:
         kw["multiple"] = True
     elif default is not None:

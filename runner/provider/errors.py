@@ -22,7 +22,9 @@ below decide, no caller decides again:
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from runner.errors import (
@@ -41,6 +43,7 @@ from runner.errors import (
     QuotationExpired,
     RateLimited,
     ReferenceTaken,
+    Retry,
     ServerError,
     ServiceUnavailable,
 )
@@ -99,9 +102,11 @@ LEGACY_API = "/Rest/"  # answers in ReturnCodes, not in error bodies
 
 
 def error_from_answer(status: int, body: Any, endpoint: str,
-                      external_id: str | None = None) -> ProviderHTTPError:
+                      external_id: str | None = None, retry_after: str | None = None,
+                      ) -> ProviderHTTPError:
     """The error an answer other than success means, from its HTTP status and its body
-    (None when it cannot be read); ``endpoint`` is "METHOD /path" as sent."""
+    (None when it cannot be read); ``endpoint`` is "METHOD /path" as sent; ``retry_after``
+    the answer's Retry-After header, kept on an error that is safe to retry."""
     legacy = endpoint.partition(" ")[2].startswith(LEGACY_API)
     code, message = (_return_code if legacy else _error_code)(body)
     message = message or f"HTTP {status}"
@@ -131,7 +136,26 @@ def error_from_answer(status: int, body: Any, endpoint: str,
     if isinstance(error, PayAnswered) and isinstance(body, Mapping):
         error.payment_order_id = answer_int(body.get("PaymentOrderId"))
         error.order_status = answer_text(body.get("Status"))
+    if error.retry is Retry.SAFE:
+        error.retry_after = seconds_to_wait(retry_after)
     return error
+
+
+def seconds_to_wait(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header's wait in seconds: a number of seconds, or an HTTP date (RFC
+    9110); None when absent or unreadable. ``now``: Unix time (default: the clock's)."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(int(text)) if len(text) <= 9 else 1e9  # (a longer wait is capped anyway)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _error_code(body: Any) -> tuple[str | None, str | None]:

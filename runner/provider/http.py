@@ -104,7 +104,8 @@ class ProviderClient:
                 parsed = simplejson.loads(response.content, use_decimal=True)
             except ValueError:
                 parsed = None
-            raise error_from_answer(response.status_code, parsed, endpoint, external_id)
+            raise error_from_answer(response.status_code, parsed, endpoint, external_id,
+                                    response.headers.get("Retry-After"))
         return Answer(response)
 
     def send(self, method: str, full_path: str, *, data: str | bytes | None,

@@ -53,7 +53,8 @@ class LegacyPayClient(ProviderClient):
             return {**answer, "ReturnCode": SUCCESS,
                     "PaymentOrderId": answer_int(answer.get("PaymentOrderId")),
                     "Status": answer_text(answer.get("Status"))}
-        raise error_from_answer(response.status_code, answer, endpoint, external_id)
+        raise error_from_answer(response.status_code, answer, endpoint, external_id,
+                                response.headers.get("Retry-After"))
 
 
 def xml_request(order: Mapping[str, Any], credentials: Sequence[Mapping[str, str]]) -> bytes:

@@ -4,14 +4,42 @@ again by external id; and their ping, countries and balances.
 
 ``ref`` arguments take a numeric id or ``ext(external_id)``. The two clients name these calls
 as their documents do (``create_transaction``, ``confirm_payment`` ...).
+
+A transaction's or payment's ``status`` and ``status_class`` come as text in the documents'
+answers and as JSON numbers in the public reference's callback (``"status": 70000``); what
+these calls return carries them as text either way (``read_statuses``, which reads a
+callback's body too), so that the engine compares one form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from runner.provider.http import ProviderClient, ext
+
+STATUS_FIELDS = ("status", "status_class")
+
+
+def status_text(value: Any) -> Any:
+    """A status code or class as text (``70000`` and ``"70000"`` alike); anything that is not
+    a whole number is left as it came."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) or (isinstance(value, Decimal) and value.is_finite()
+                                  and value == value.to_integral_value()
+                                  and value.adjusted() < 19):
+        return str(int(value))
+    return value
+
+
+def read_statuses(obj: Any) -> Any:
+    """A transaction or payment (an answer, a lookup, a callback's body) with its status
+    fields as text."""
+    if isinstance(obj, dict) and any(f in obj for f in STATUS_FIELDS):
+        return {**obj, **{f: status_text(obj[f]) for f in STATUS_FIELDS if f in obj}}
+    return obj
 
 
 class QuotedServiceClient(ProviderClient):
@@ -40,16 +68,17 @@ class QuotedServiceClient(ProviderClient):
         return self.find(f"/quotations/{ext(external_id)}")
 
     def create_from_quotation(self, quotation_ref: int | str, body: dict[str, Any]) -> Any:
-        return self.request("POST", f"/quotations/{quotation_ref}/{self.made}", body=body,
-                            external_id=body.get("external_id")).body
+        return read_statuses(self.request("POST", f"/quotations/{quotation_ref}/{self.made}",
+                                          body=body, external_id=body.get("external_id")).body)
 
     def confirm(self, ref: int | str, external_id: str | None = None) -> Any:
-        return self.request("POST", f"/{self.made}/{ref}/confirm", external_id=external_id).body
+        return read_statuses(self.request("POST", f"/{self.made}/{ref}/confirm",
+                                          external_id=external_id).body)
 
     def retrieve(self, ref: int | str) -> Any:
-        return self.get(f"/{self.made}/{ref}")
+        return read_statuses(self.get(f"/{self.made}/{ref}"))
 
     def find_made(self, external_id: str) -> Any | None:
         """What the quotation was made into, or None when the provider clearly has none of
         that external id."""
-        return self.find(f"/{self.made}/{ext(external_id)}")
+        return read_statuses(self.find(f"/{self.made}/{ext(external_id)}"))

@@ -1,7 +1,8 @@
 """When to call the provider again: one pure decision, plugged into tenacity once.
 
 ``decide`` reads the error's retry rule (``retry``, declared on each class of
-``runner.errors``): SAFE errors (refused connection, 503, 429) are retried with backoff;
+``runner.errors``): SAFE errors (refused connection, 503, 429) are retried with backoff, and
+never sooner than the answer's ``Retry-After`` asked;
 in-doubt errors (lost answer, timeout, 5xx) are retried as they are only for reads, and for
 writes they call for a lookup by external_id first (exactly-once rule 3); everything else
 stops. Sleep is injected, so tests never wait.
@@ -20,6 +21,9 @@ import tenacity
 from runner.errors import ProviderError, Retry
 
 T = TypeVar("T")
+# The longest wait a Retry-After is followed to, when the policy's max_wait is shorter (the
+# catalogue reads' half second): a provider that asks for more is asked again after this.
+LONGEST_RETRY_AFTER = 60.0
 
 
 class Decision(Enum):
@@ -57,11 +61,21 @@ class RetryPolicy:
                 lambda e: decide(e, idempotent) is Decision.RETRY),
             stop=tenacity.stop_after_attempt(self.attempts),
             # The jitter is added after the exponential's cap: cap the sum, so that no wait
-            # is ever longer than max_wait.
-            wait=lambda state: min(backoff(state), self.max_wait),
+            # is ever longer than max_wait; unless the provider asked for a longer one.
+            wait=lambda state: self.wait(min(backoff(state), self.max_wait), state),
             sleep=lambda seconds: self.sleep(seconds),
             reraise=True,
         )
+
+    def wait(self, backoff: float, state: tenacity.RetryCallState) -> float:
+        """The wait before the next call: the backoff, or what the provider's Retry-After
+        asked when that is longer (an earlier call would only be refused again), up to
+        ``LONGEST_RETRY_AFTER`` or ``max_wait``, whichever is longer."""
+        failed = state.outcome.exception() if state.outcome is not None else None
+        asked = getattr(failed, "retry_after", None)
+        if isinstance(failed, ProviderError) and isinstance(asked, float | int):
+            return max(backoff, min(float(asked), max(self.max_wait, LONGEST_RETRY_AFTER)))
+        return backoff
 
     def call(self, fn: Callable[[], T], idempotent: bool) -> T:
         """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""

@@ -15,7 +15,8 @@ resource shapes) and, where it has one, ``catalogue`` (deterministic data):
 ``core/`` holds what they share: every knob (``config``, ``knobs``, and ``faults`` for the
 fault rules), the clock, the store, auth, errors and their dialects, pagination, routing,
 callbacks, the status lifecycle and codes, parties, the quote-create-confirm pattern
-(``quotes``), the shared catalogue and shapes, the fault middleware and the admin API.
+(``quotes``), the shared catalogue and shapes, the limits of a request (``bounds``), the
+guard every request meets first (``guard``), the fault middleware and the admin API.
 ``app`` wires them; ``server`` serves them with uvicorn, in the foreground or in a thread.
 """
 

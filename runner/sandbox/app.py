@@ -2,8 +2,10 @@
 moto's backends and server wire its services.
 
 Errors are answered in each family's words (core/errors.py's dialects): a wrong type or
-missing field is 1000999 naming the field (2001101 in document 1), an unknown path is
-1000404, anything unexpected is 1009001 (1000500; the legacy Pay's ReturnCodes on /Rest/).
+missing field, or a body outside core/bounds.py's limits, is 1000999 naming the field
+(2001101 in document 1), an unknown path is 1000404, anything unexpected is 1009001 (1000500;
+the legacy Pay's ReturnCodes on /Rest/), answered by core/guard.py, which every request
+meets first.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from runner.sandbox.accounts import models as ledger
 from runner.sandbox.accounts.responses import router as accounts
 from runner.sandbox.core import admin
 from runner.sandbox.core.auth import Authenticator
+from runner.sandbox.core.bounds import BodyRefused
 from runner.sandbox.core.callbacks import CallbackQueue
 from runner.sandbox.core.clock import SandboxClock
 from runner.sandbox.core.config import SandboxConfig
@@ -36,6 +39,7 @@ from runner.sandbox.core.errors import (
     error_response,
 )
 from runner.sandbox.core.faults import FaultState
+from runner.sandbox.core.guard import Guard
 from runner.sandbox.core.lifecycle import Lifecycle
 from runner.sandbox.core.middleware import ProviderMiddleware
 from runner.sandbox.core.store import Store
@@ -71,7 +75,8 @@ class Sandbox:
         self.store.clock = self.clock
         self.callbacks = CallbackQueue(config)
         self.lifecycle = Lifecycle(self.store, self.clock, config)
-        self.faults = FaultState(config.faults, config.slow_seconds, config.fault_seed)
+        self.faults = FaultState(config.faults, config.slow_seconds, config.fault_seed,
+                                 clock=self.clock.now)
         self.auth = Authenticator(config, self.store)
         self.balances = money_transfer.Balances(self.store)
         money_transfer.FLOW.attach(self.lifecycle, self.callbacks, self.balances.settle)
@@ -109,7 +114,8 @@ def build_app(config: SandboxConfig, clock: SandboxClock | None = None) -> FastA
             sb.store.compact()
 
     app = FastAPI(title="runner sandbox", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  redirect_slashes=False)  # core/guard.py serves ``path/`` as ``path``
     app.state.sandbox = sb
 
     @app.get("/ping", tags=["health"])
@@ -140,15 +146,16 @@ def build_app(config: SandboxConfig, clock: SandboxClock | None = None) -> FastA
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         dialect, kind = words(request)
+        if isinstance(exc, BodyRefused):
+            return dialect.invalid(kind, exc.kind, exc.field, exc.problem)
+        if exc.status_code == 400:  # a body FastAPI could not read
+            return dialect.invalid(kind, "json_invalid", "body", "the body cannot be read")
         return dialect.http_error(kind, request.url.path, exc.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        dialect, kind = words(request)
-        return dialect.unexpected(kind)
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.add_middleware(ProviderMiddleware, faults=sb.faults, auth=sb.auth, dialects=DIALECTS)
+    # Added last, so outermost: it sees every request first and every answer last.
+    app.add_middleware(Guard, dialects=DIALECTS, max_body_bytes=config.max_body_bytes)
     return app
 
 

@@ -1,12 +1,17 @@
 """Serving the sandbox with uvicorn: in the foreground (``runner sandbox serve``) or in a
 background thread on a port of its own (tests, and the runner's embedded sandbox).
 
-The HTTP protocol is uvicorn's httptools one, with one addition: each request's scope carries
-``sandbox.abort``, which drops the connection without an answer (the "lost response" fault).
+The HTTP protocol is uvicorn's httptools one, with two additions: each request's scope carries
+``sandbox.abort``, which drops the connection without an answer (the "lost response" fault);
+and header names go out in their canonical case (``X-Total-Pages``, ``Retry-After``), where
+uvicorn writes them in lower case: header names are case-insensitive, but some clients read
+them with case-sensitive maps, and the provider's reference writes them so.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -22,6 +27,10 @@ from runner.sandbox.core.config import SandboxConfig
 
 
 class AbortableProtocol(HttpToolsProtocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.transport = cast(asyncio.Transport, CanonicalHeads(transport))
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         scope = cast(dict[str, Any], self.scope)
@@ -31,6 +40,31 @@ class AbortableProtocol(HttpToolsProtocol):
         if self.cycle is not None:
             self.cycle.disconnected = True  # nothing more is written for this request
         self.transport.abort()
+
+
+class CanonicalHeads:
+    """The connection's transport, writing each answer's head (its status line and headers,
+    written in one piece) with its header names in canonical case."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if data[:9] == b"HTTP/1.1 ":  # a head (the bodies are JSON or XML, never this)
+            status, _, headers = bytes(data).partition(b"\r\n")
+            data = status + b"\r\n" + b"\r\n".join(
+                canonical(name) + sep + value
+                for name, sep, value in (line.partition(b":") for line in headers.split(b"\r\n")))
+        self._transport.write(data)
+
+
+@functools.lru_cache(maxsize=256)
+def canonical(name: bytes) -> bytes:
+    """``x-total-pages`` as ``X-Total-Pages``."""
+    return b"-".join(part[:1].upper() + part[1:] for part in name.split(b"-"))
 
 
 def _uvicorn_config(app: FastAPI, config: SandboxConfig) -> uvicorn.Config:

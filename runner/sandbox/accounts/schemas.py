@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import AmountIn, Money, Request, Resource, Str, Text
 
 
@@ -37,7 +38,7 @@ class Entry(Resource):
 
 class TransferRequestCreate(Request):
     transfer: AmountIn
-    external_reference: Text
+    external_reference: Reference
     label: Text
     source_account_id: Text
     target_account_id: Text
@@ -67,7 +68,7 @@ class TransferRequest(Resource):
 
 class PayoutRequestCreate(Request):
     payout: AmountIn
-    external_reference: Text
+    external_reference: Reference
     label: Text
     source_account_id: Text
     payout_bank_account_id: Text

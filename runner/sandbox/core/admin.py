@@ -4,42 +4,56 @@ Unauthenticated, for tests and demos on loopback: move the clock, change faults 
 at run time, set balances, act as the provider's customer care (a status given to a record
 outside the API), and read what was asked of the sandbox (request counts, callback
 deliveries). The timings it changes are the knobs of core/config.py marked ``timing``; its
-Timing model is made from them.
+Timing model is made from them, with their bounds. A value out of bounds is refused
+(1000999) and changes nothing.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from runner.sandbox.core.bounds import Bounded
 from runner.sandbox.core.clock import iso
-from runner.sandbox.core.config import timing_settings
+from runner.sandbox.core.config import SandboxConfig, timing_settings
 from runner.sandbox.core.errors import JSON, ApiError
+from runner.sandbox.core.knobs import Setting, settings
 from runner.sandbox.core.routing import DecimalRoute, sandbox
 
 router = APIRouter(prefix="/_admin", route_class=DecimalRoute, tags=["sandbox admin"])
+SLOW = next(s for s in settings(SandboxConfig) if s.name == "slow_seconds")
 
 
-class Strict(BaseModel):
+class Strict(Bounded):
     model_config = ConfigDict(extra="forbid")
 
 
 class Advance(Strict):
-    seconds: float
+    seconds: float = Field(ge=0, allow_inf_nan=False)
+
+
+def _bounded(s: Setting) -> Any:
+    """A knob's type, with its bounds: never negative, at most its ``maximum``."""
+    if s.type is int:
+        return Annotated[int, Field(ge=0, le=s.knob.maximum)]
+    number = Annotated[float, Field(ge=0, le=s.knob.maximum, allow_inf_nan=False)]
+    return tuple[number, ...] if s.type == tuple[float, ...] else number  # type: ignore[valid-type]
 
 
 class Faults(Strict):
-    slow_seconds: float | None = None
+    slow_seconds: float | None = Field(default=None, ge=0, le=SLOW.knob.maximum,
+                                       allow_inf_nan=False)
     rules: dict[str, dict[str, Any]] = {}
 
 
 def _timing_model() -> type[BaseModel]:
-    """Every timing knob, optional: a PATCH changes the ones it names."""
+    """Every timing knob, optional and bounded: a PATCH changes the ones it names."""
     fields: dict[str, Any] = {
-        s.name: (s.type | None, Field(default=None, description=f"{s.knob.help} ({s.knob.unit})"))
+        s.name: (_bounded(s) | None,
+                 Field(default=None, description=f"{s.knob.help} ({s.knob.unit})"))
         for s in timing_settings()}
     return create_model("Timing", __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -68,9 +82,10 @@ async def clock(request: Request) -> JSON:
 @router.post("/clock/advance")
 async def advance(request: Request, body: Advance) -> JSON:
     sb = sandbox(request)
-    if body.seconds < 0:
-        raise ApiError("1000999", "seconds must not be negative")
-    sb.clock.advance(body.seconds)
+    try:
+        sb.clock.advance(body.seconds)
+    except ValueError as exc:
+        raise ApiError("1000999", f"seconds: {exc}") from None
     applied = sb.lifecycle.advance()
     return JSON({"now": iso(sb.clock.now()), "offset": sb.clock.offset, "applied": applied})
 

@@ -1,10 +1,12 @@
 """Authentication of every provider endpoint: Basic, or the digest (HMAC) scheme.
 
 Digest rules: the brand in the header names is configurable; header names are
-case-insensitive; the nonce is 1 to 64 characters and never accepted twice for one key
-(nonces are remembered for twice the Date tolerance, past which the Date check refuses a
-replay anyway); a Date further than the tolerance from the server's time is refused. Every
-failure is 401 with code 1000401 and a reason that names no secret.
+case-insensitive; the nonce is 1 to 64 characters; a Date further than the tolerance from
+the server's time is refused. The reuse of a nonce follows ``nonce_check``: ``lenient`` (the
+default) takes what real clients send, the Unix time in seconds, however many calls they
+make within one second; ``strict`` never accepts a nonce twice for one key (nonces are
+remembered for twice the Date tolerance, past which the Date check refuses a replay anyway).
+Every failure is 401 with code 1000401 and a reason that names no secret.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ class Authenticator:
         self._h_nonce = f"x-{brand}-nonce".encode()
         self._h_hmac = f"x-{brand}-hmac".encode()
 
-    def check(self, headers: list[tuple[bytes, bytes]], basic_only: bool = False) -> None:
-        """Raise AuthFailure unless the request carries valid credentials. ``basic_only``:
-        the collection service and the legacy Pay, which document Basic and nothing else."""
+    def check(self, headers: list[tuple[bytes, bytes]], basic_only: bool = False) -> str:
+        """The API key of the request's valid credentials; AuthFailure when they are not.
+        ``basic_only``: the collection service and the legacy Pay, which document Basic and
+        nothing else."""
         found: dict[bytes, bytes] = {}
         for name, value in headers:
             found[name.lower()] = value
@@ -62,13 +65,13 @@ class Authenticator:
                 raise MissingCredentials("this service takes Basic authentication only")
             else:
                 raise MissingCredentials("missing credentials")
-            return
-        if self._h_hmac in found or self._h_key in found:
+        elif self._h_hmac in found or self._h_key in found:
             self._check_digest(found)
         elif b"authorization" in found:
             self._check_basic(found[b"authorization"])
         else:
             raise MissingCredentials("missing credentials")
+        return self.config.api_key
 
     def _check_basic(self, value: bytes) -> None:
         scheme, _, token = value.partition(b" ")
@@ -108,6 +111,7 @@ class Authenticator:
         expected = digest_signature(key, self.config.api_secret, nonce, date)
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise AuthFailure("invalid signature")
-        with self.store.lock:
-            if self.store.nonce_seen(f"{key}\n{nonce}", now + 2 * tolerance, now):
-                raise AuthFailure("nonce already used")
+        if self.config.nonce_check == "strict":
+            with self.store.lock:
+                if self.store.nonce_seen(f"{key}\n{nonce}", now + 2 * tolerance, now):
+                    raise AuthFailure("nonce already used")

@@ -1,8 +1,9 @@
 """The sandbox clock: real time plus an offset that the admin API can move forward.
 
 Quotation expiry, timestamps and status changes read this clock, so tests advance it instead
-of sleeping. The Date check of the digest scheme reads real time: moving this clock must not
-lock clients out.
+of sleeping. It goes at most a thousand years ahead, so that every date it makes (plus the
+longest duration a knob takes) is still one the calendar writes. The Date check of the
+digest scheme reads real time: moving this clock must not lock clients out.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+MOST_AHEAD = 1000 * 365 * 86400.0
 
 
 class SandboxClock:
@@ -25,9 +28,12 @@ class SandboxClock:
         return self._source() + self._offset
 
     def advance(self, seconds: float) -> float:
-        if seconds < 0:
+        if not math.isfinite(seconds) or seconds < 0:
             raise ValueError("the sandbox clock only moves forward")
         with self._lock:
+            if self._offset + seconds > MOST_AHEAD:
+                raise ValueError(f"the sandbox clock goes at most {MOST_AHEAD:g} seconds "
+                                 f"(a thousand years) ahead of real time")
             self._offset += seconds
         return self.now()
 

@@ -2,13 +2,14 @@
 
 The documents list the codes but not their HTTP statuses; this table is the sandbox's
 decision (and the README's): authentication 401, not-found codes 404, service
-unavailable 503, unexpected errors 500, every other refusal 400.
+unavailable 503, unexpected errors 500, every other refusal 400; and, outside the table,
+429 for too many calls and 413 for a body over the limit.
 
 A ``Dialect`` is how one family of paths words what is answered outside its routes (a
-refused authentication, an injected fault, a body its models refuse, an unknown path, an
-unexpected error): ``PROVIDER`` for the money transfer and merchant payment services,
-``COLLECTION`` for document 1's three services, and the legacy Pay's own
-(legacy_pay/exceptions.py). The app's error handlers and the middleware both ask
+refused authentication, an injected fault or throttling, a body its models refuse or that is
+too large, an unknown path, an unexpected error): ``PROVIDER`` for the money transfer and
+merchant payment services, ``COLLECTION`` for document 1's three services, and the legacy
+Pay's own (legacy_pay/exceptions.py). The app's error handlers and the middlewares ask
 ``dialect_of``.
 """
 
@@ -163,6 +164,8 @@ class Dialect:
 
     prefixes: tuple[str, ...] = ()
     basic_only = False  # Basic authentication only (no digest)
+    retry_later = "1009001"  # the code of a 429 (too many calls)
+    malformed = "1000999"  # the code of a 413 (a body over the limit)
 
     def owns(self, path: str) -> bool:
         return path.startswith(self.prefixes)
@@ -178,12 +181,25 @@ class Dialect:
         if kind == "unavailable":
             return error_response(ApiError("1009001", status=503), RETRY_LATER,
                                   message="Service temporarily unavailable, retry later")
+        if kind == "throttled":
+            return self.throttled(content_type, 1)
         return None
+
+    def throttled(self, content_type: str | None, retry_after: int) -> Response:
+        """429: too many calls for now (the throttling fault, or the rate limit per key)."""
+        return error_response(ApiError(self.retry_later, status=429),
+                              retry_after_header(retry_after),
+                              message="Too many requests, retry later")
 
     def invalid(self, content_type: str | None, kind: str, field: str, problem: str,
                 ) -> Response:
         """A body or parameter the route's models refuse (pydantic's error ``kind``)."""
         return error_response(ApiError("1000999", f"{field}: {problem}"))
+
+    def too_large(self, content_type: str | None, limit: int) -> Response:
+        """413: a body over the limit, refused unread (the connection is then closed)."""
+        return error_response(ApiError(self.malformed, f"body: larger than {limit} bytes",
+                                       status=413), CLOSE)
 
     def http_error(self, content_type: str | None, path: str, status: int) -> Response:
         """No route: an unknown path (404) or a method the path does not take (405)."""
@@ -200,13 +216,15 @@ class CollectionDialect(Dialect):
 
     prefixes = paths.COLLECTION
     basic_only = True
+    retry_later = "2001501"
+    malformed = "1000400"
 
     def fault(self, content_type: str | None, kind: str) -> Response | None:
         if kind == "error":
             return error_response(ApiError("1000500"))
         if kind == "unavailable":
             return error_response(ApiError("2001501"), RETRY_LATER)
-        return None
+        return super().fault(content_type, kind)
 
     def invalid(self, content_type: str | None, kind: str, field: str, problem: str,
                 ) -> Response:
@@ -222,6 +240,11 @@ class CollectionDialect(Dialect):
 
 
 RETRY_LATER = {"Retry-After": "1"}
+CLOSE = {"Connection": "close"}
+
+
+def retry_after_header(seconds: int) -> dict[str, str]:
+    return {"Retry-After": str(seconds)}
 PROVIDER = Dialect()
 COLLECTION = CollectionDialect()
 

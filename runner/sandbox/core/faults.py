@@ -2,7 +2,8 @@
 the state that draws from the rules and counts the calls.
 
 Each request falls in an endpoint group (``group_of``). A group's rule (or the ``*`` rule)
-may add latency, answer 500 or 503 before any work is done, lose the answer (the work is
+may add latency, answer 500, 503 or 429 before any work is done, limit the calls each API key
+makes per second (429 with Retry-After beyond it), lose the answer (the work is
 done and committed, then the connection is dropped with no response), or hold the answer
 for ``slow_seconds`` (longer than a client's timeout). Counters (``lost_next`` ...) hit the
 next calls deterministically; rates draw from a seeded random generator. What each fault
@@ -15,10 +16,12 @@ kinds, their order of precedence, the ``runner sandbox serve`` options and the c
 
 from __future__ import annotations
 
+import math
 import random
 import threading
+import time
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -30,28 +33,46 @@ GROUPS = ("ping", "discovery", "balances", "parties", "quotations", "create", "c
           "lookups", "payment_orders", "operations", "accounts", "onboarding", "legacy")
 
 
+RATE = "share of calls"
+MOST_CALLS = 1_000_000_000
+LONGEST_LATENCY_MS = 600_000.0  # ten minutes
+
+
 @dataclass
 class FaultRule:
     """Faults for one endpoint group: rates are probabilities per call, ``*_next`` counters
-    hit the next N calls deterministically (tests use those). The options of the rates and
-    the latency set the ``*`` rule of ``runner sandbox serve``."""
+    hit the next N calls deterministically (tests use those). The options of the rates, the
+    latency and the rate limit set the ``*`` rule of ``runner sandbox serve``."""
 
     latency_ms: float = knob(0.0, help="Added to every provider call.", unit="milliseconds",
-                             show_default=False)
+                             show_default=False, maximum=LONGEST_LATENCY_MS)
     error_rate: float = knob(0.0, help="Share of calls answered 500 (nothing done).",
-                             unit="share of calls", show_default=False)
+                             unit=RATE, show_default=False, maximum=1)
     unavailable_rate: float = knob(0.0, help="Share answered 503, retry later.",
-                                   unit="share of calls", show_default=False)
+                                   unit=RATE, show_default=False, maximum=1)
+    throttled_rate: float = knob(0.0, help="Share answered 429 with Retry-After (nothing "
+                                 "done).", unit=RATE, show_default=False, maximum=1)
     lost_rate: float = knob(0.0, help="Share whose answer is lost after the work.",
-                            unit="share of calls", show_default=False)
+                            unit=RATE, show_default=False, maximum=1)
     slow_rate: float = knob(0.0, help="Share answered after --slow-seconds.",
-                            unit="share of calls", show_default=False)
-    error_next: int = knob(0, help="The next N calls answered 500.", unit="calls", option=None)
+                            unit=RATE, show_default=False, maximum=1)
+    error_next: int = knob(0, help="The next N calls answered 500.", unit="calls", option=None,
+                           maximum=MOST_CALLS)
     unavailable_next: int = knob(0, help="The next N calls answered 503.", unit="calls",
-                                 option=None)
+                                 option=None, maximum=MOST_CALLS)
+    throttled_next: int = knob(0, help="The next N calls answered 429.", unit="calls",
+                               option=None, maximum=MOST_CALLS)
     lost_next: int = knob(0, help="The next N calls whose answer is lost.", unit="calls",
-                          option=None)
-    slow_next: int = knob(0, help="The next N calls answered late.", unit="calls", option=None)
+                          option=None, maximum=MOST_CALLS)
+    slow_next: int = knob(0, help="The next N calls answered late.", unit="calls", option=None,
+                          maximum=MOST_CALLS)
+    # A real limit, per API key: calls beyond it are answered 429, Retry-After the seconds
+    # until the next one is allowed. It counts the group's own rule's calls (or the "*"
+    # rule's, which every group without a rule of its own shares).
+    requests_per_second: float = knob(
+        0.0, help="Requests per second allowed per API key; more are answered 429 with "
+        "Retry-After (0: no limit).", unit="calls per second", show_default=False,
+        maximum=1_000_000)
 
     def is_quiet(self) -> bool:
         return not any(getattr(self, f.name) for f in fields(self))
@@ -111,20 +132,23 @@ def _collection_group(method: str, path: str) -> str:
 # ---------------------------------------------------------------- reading fault settings
 def setting(name: str, value: Any) -> float | int:
     """A fault setting as the rule holds it: counters int, the rest float (JSON bodies carry
-    Decimal, which asyncio.sleep refuses); anything else is refused."""
+    Decimal, which asyncio.sleep refuses), within the knob's bounds; anything else is
+    refused."""
     found = SETTINGS.get(name)
     if found is None:
         raise ValueError(f"unknown fault settings: {name}")
-    counter = found.type is int
+    counter, maximum = found.type is int, found.knob.maximum
+    kind = "integer" if counter else "number"
+    most = "" if maximum is None else f" of at most {maximum:g}"
     try:
-        if isinstance(value, bool | str) or value is None or value < 0:
+        if isinstance(value, bool | str) or value is None or not 0 <= value <= (
+                math.inf if maximum is None else maximum):
             raise TypeError
         number = int(value) if counter else float(value)
-        if counter and number != value:
+        if (counter and number != value) or not math.isfinite(number):
             raise TypeError
     except (TypeError, ValueError, ArithmeticError):
-        kind = "integer" if counter else "number"
-        raise ValueError(f"{name} must be a non-negative {kind}") from None
+        raise ValueError(f"{name} must be a non-negative {kind}{most}") from None
     return number
 
 
@@ -160,12 +184,16 @@ def fault_rules(star: Mapping[str, Any], changes: Iterable[tuple[str, str, float
 # ---------------------------------------------------------------- the running state
 class FaultState:
     def __init__(self, rules: dict[str, FaultRule], slow_seconds: float,
-                 seed: int | None) -> None:
+                 seed: int | None, clock: Callable[[], float] = time.monotonic) -> None:
         # Copies: the counters count down here, not in the caller's (reusable) config.
         self.rules = {group: replace(rule) for group, rule in rules.items()}
         self.slow_seconds = slow_seconds
         self._random = random.Random(seed)
         self._lock = threading.Lock()
+        self._clock = clock
+        # (rule's group, API key) -> (calls it may still make now, when that was counted), on
+        # ``clock``: the sandbox clock, so that a test moves it instead of waiting
+        self._allowance: dict[tuple[str, str], tuple[float, float]] = {}
         self.counts: Counter[str] = Counter()
         self.recent: deque[dict[str, Any]] = deque(maxlen=2000)
         self.in_flight = 0
@@ -188,6 +216,28 @@ class FaultState:
     def clear(self) -> None:
         with self._lock:
             self.rules.clear()
+            self._allowance.clear()
+
+    def admit(self, group: str, key: str) -> int | None:
+        """Count one call of ``key`` against its rule's ``requests_per_second``: None when it
+        is allowed, else the whole seconds to wait (a token bucket of one second's calls)."""
+        if not self.rules:
+            return None  # no rule at all, the usual case: no lock taken
+        with self._lock:
+            name = group if group in self.rules else "*"
+            rule = self.rules.get(name)
+            if rule is None or not rule.requests_per_second:
+                return None
+            rate = rule.requests_per_second
+            now = self._clock()
+            left, then = self._allowance.get((name, key), (max(1.0, rate), now))
+            left = min(max(1.0, rate), left + (now - then) * rate)
+            if left >= 1:
+                self._allowance[name, key] = (left - 1, now)
+                return None
+            self._allowance[name, key] = (left, now)
+            self.counts["throttled"] += 1
+            return max(1, math.ceil((1 - left) / rate))
 
     def describe(self) -> dict[str, Any]:
         return {"slow_seconds": self.slow_seconds,
@@ -219,13 +269,16 @@ class FaultState:
             rule = self.rules.get(group) or self.rules.get("*")
             if rule is None:
                 return 0.0, None
+            found = None
             for kind in KINDS:
                 left = getattr(rule, f"{kind}_next")
                 if left > 0:
                     setattr(rule, f"{kind}_next", left - 1)
-                    return rule.latency_ms / 1000, kind
-            for kind in KINDS:
-                rate = getattr(rule, f"{kind}_rate")
-                if rate and self._random.random() < rate:
-                    return rule.latency_ms / 1000, kind
-            return rule.latency_ms / 1000, None
+                    found = kind
+                    break
+            else:
+                found = next((kind for kind in KINDS if getattr(rule, f"{kind}_rate")
+                              and self._random.random() < getattr(rule, f"{kind}_rate")), None)
+            if found == "throttled":
+                self.counts["throttled"] += 1
+            return rule.latency_ms / 1000, found

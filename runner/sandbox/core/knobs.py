@@ -31,6 +31,9 @@ class Knob:
     metavar: str | None = None
     show_default: bool = True
     repeat: bool = False  # the option may be given several times; each value is read alone
+    # The largest value taken (a number knob; each value of a tuple), from the command line
+    # and at run time alike; numbers are never negative. None: no bound.
+    maximum: float | None = None
     # The option's text to the value (ValueError when it is not one); None: by the field's type.
     # A tuple's default is written with commas between its values.
     read: Callable[[str], Any] | None = None

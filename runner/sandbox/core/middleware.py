@@ -1,7 +1,8 @@
 """Accounting, faults and authentication, as one ASGI middleware around the provider API.
 
-A provider call is counted, then waits its rule's latency, then is authenticated, then meets
-its fault (core/faults.py decides which): one answered before any work (500, 503) is worded
+A provider call is counted, then waits its rule's latency, then is authenticated, then counted
+against its key's rate limit (429 with Retry-After beyond it), then meets its fault
+(core/faults.py decides which): one answered before any work (500, 503, 429) is worded
 by the path's dialect (core/errors.py); a lost answer lets the work be done and committed and
 drops the connection with no response; a slow one holds the answer for ``slow_seconds``.
 The collection service (document 1) and the legacy Pay take Basic authentication only.
@@ -53,9 +54,13 @@ class ProviderMiddleware:
         content_type = next((v.decode("latin-1") for k, v in scope["headers"]
                              if k.lower() == b"content-type"), None)
         try:
-            self.auth.check(scope["headers"], basic_only=dialect.basic_only)
+            key = self.auth.check(scope["headers"], basic_only=dialect.basic_only)
         except AuthFailure as failure:
             await dialect.refused(content_type, failure)(scope, receive, send)
+            return
+        wait = self.faults.admit(group, key)
+        if wait is not None:
+            await dialect.throttled(content_type, wait)(scope, receive, send)
             return
         early = dialect.fault(content_type, kind) if kind else None
         if early is not None:

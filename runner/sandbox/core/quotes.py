@@ -23,7 +23,7 @@ from runner.sandbox.core.callbacks import CallbackQueue
 from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.lifecycle import Lifecycle
-from runner.sandbox.core.statuses import status_fields
+from runner.sandbox.core.statuses import status_fields, with_numbers
 from runner.sandbox.core.store import Store
 
 if TYPE_CHECKING:
@@ -59,11 +59,24 @@ def amount_given(value: Decimal | None, field: str) -> Decimal:
 
 @dataclass(frozen=True)
 class QuoteFlow:
-    """One service's quotations and items: their tables, and the wording of its codes."""
+    """One service's quotations and items: their tables, the wording of its codes, how its
+    timestamps end (``zone``: document 3's examples end with ``Z``, document 2's have no
+    zone) and whether its callbacks carry the status fields as numbers (``numeric_callbacks``:
+    the money transfer service's public reference shows ``"status": 70000``)."""
 
     quotations: str
     items: str
     merchant: bool = False
+    zone: str = ""
+    numeric_callbacks: bool = False
+
+    def stamp(self, ts: float) -> str:
+        return iso(ts) + self.zone
+
+    def shown(self, sb: Sandbox, item: Record) -> Record:
+        """An item as an answer shows it: status fields as text (the documents), or as
+        numbers with ``--numeric-statuses``."""
+        return with_numbers(item) if sb.config.numeric_statuses else item
 
     def refuse(self, code: str, detail: str | None = None) -> ApiError:
         return ApiError(code, detail, merchant=self.merchant)
@@ -88,7 +101,7 @@ class QuoteFlow:
         """When a quotation made now expires, and its two dates as the answer shows them."""
         now = sb.clock.now()
         expires = now + sb.config.quotation_ttl
-        return expires, {"creation_date": iso(now), "expiration_date": iso(expires)}
+        return expires, {"creation_date": self.stamp(now), "expiration_date": self.stamp(expires)}
 
     def keep_quotation(self, store: Store, quotation: Record, expires: float,
                        **meta: Any) -> None:
@@ -136,6 +149,7 @@ class QuoteFlow:
     def attach(self, lifecycle: Lifecycle, callbacks: CallbackQueue, settle: Settle) -> None:
         """Let the sandbox clock change the items' statuses: status fields, money, callback."""
         store = lifecycle.store
+        config = lifecycle.config
 
         def apply(rid: int, status: str) -> None:
             item = store.tables[self.items][rid]
@@ -143,6 +157,8 @@ class QuoteFlow:
             settle(store.meta[self.items][rid], status)
             store.save(self.items, rid)
             if item.get("callback_url"):
-                callbacks.enqueue(item["callback_url"], dict(item))
+                numbers = self.numeric_callbacks or config.numeric_statuses
+                callbacks.enqueue(item["callback_url"],
+                                  with_numbers(item) if numbers else dict(item))
 
         lifecycle.appliers[self.items] = apply

@@ -1,30 +1,29 @@
-"""What every router shares: exact-decimal request bodies, route order, the sandbox handle."""
+"""What every router shares: exact-decimal request bodies within bounds, route order, the
+sandbox handle."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
-import simplejson
 from fastapi import Request, Response
 from fastapi.routing import APIRoute, APIRouter
+
+from runner.sandbox.core.bounds import read_json
 
 if TYPE_CHECKING:
     from runner.sandbox.app import Sandbox
 
 
 class DecimalRequest(Request):
-    """Parses JSON numbers as Decimal, so an amount is never a binary float on its way in."""
+    """Parses JSON numbers as Decimal, so an amount is never a binary float on its way in;
+    a body outside core/bounds.py's limits is refused (BodyRefused) before any model sees
+    it."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            try:
-                self._json = simplejson.loads(await self.body(), use_decimal=True)
-            except simplejson.JSONDecodeError as exc:
-                # The stdlib's error is the one FastAPI turns into a validation error.
-                raise json.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
+            self._json = read_json(await self.body())
         return self._json
 
 

@@ -15,12 +15,13 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import rules
+from runner.sandbox.core.bounds import Bounded
 
 Str = str | None
 Text = Annotated[str, Field(min_length=1)]  # required, and not empty
 
 
-class Request(BaseModel):
+class Request(Bounded):
     # The provider ignores fields it does not know (new optional fields are non-breaking).
     model_config = ConfigDict(extra="ignore")
 

@@ -74,5 +74,10 @@ def status_fields(code: str) -> dict[str, str]:
             "status_class": klass, "status_class_message": CLASSES[klass]}
 
 
+def with_numbers(item: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``item`` whose ``status`` and ``status_class`` are JSON numbers."""
+    return {**item, "status": int(item["status"]), "status_class": int(item["status_class"])}
+
+
 def is_final(code: str) -> bool:
     return code[0] in FINAL_CLASSES

@@ -18,6 +18,7 @@ from typing import Any
 
 import simplejson
 
+from runner.sandbox.core.bounds import number
 from runner.sandbox.core.clock import SandboxClock
 
 TABLES = (
@@ -82,11 +83,11 @@ class Store:
         self.save(table, rid)
 
     def get(self, table: str, ref: str) -> dict[str, Any] | None:
-        """Find by numeric id or by ``ext-{external_id}``."""
+        """Find by numeric id (ASCII digits, core/bounds.py) or by ``ext-{external_id}``."""
         if ref.startswith("ext-"):
             rid = self.by_ext[table].get(ref[4:])
         else:
-            rid = int(ref) if ref.isdigit() else None
+            rid = number(ref)
         return self.tables[table].get(rid) if rid is not None else None
 
     def save(self, table: str, rid: int) -> None:

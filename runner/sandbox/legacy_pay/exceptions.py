@@ -1,8 +1,9 @@
 """The legacy Pay's answers: every one carries a ReturnCode (spec/README.md), in the request's
 format (JSON, or XML with root ``Response``): 1000 with HTTP 200; 2000, 2500, 3000, 5000 and
 5050 with HTTP 400; 9400, 9401, 9403, 9404, 9405 and 9500 with 400, 401, 403, 404, 405 and
-500. ``LEGACY`` is its dialect: what the app's error handlers and the middleware answer on
-``/Rest/`` paths (core/errors.py).
+500; and two answers of the sandbox's own: too many calls, 5050 with HTTP 429, and a body over
+the limit, 9400 with HTTP 413. ``LEGACY`` is its dialect: what the app's error handlers and
+the middlewares answer on ``/Rest/`` paths (core/errors.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from starlette.responses import Response
 
 from runner.sandbox.core import paths
 from runner.sandbox.core.auth import AuthFailure, MissingCredentials
-from runner.sandbox.core.errors import RETRY_LATER, Dialect
+from runner.sandbox.core.errors import CLOSE, RETRY_LATER, Dialect, retry_after_header
 
 MESSAGES = {
     1000: "Success", 2000: "Invalid data", 2500: "Operation not allowed",
@@ -49,8 +50,10 @@ def format_of(content_type: str | None) -> str | None:
 
 
 def response(code: int, detail: str | None, xml: bool, order_id: int | None = None,
-             status: str | None = None, headers: dict[str, str] | None = None) -> Response:
-    """An answer: its ReturnCode and message, and the order it is about when there is one."""
+             status: str | None = None, headers: dict[str, str] | None = None,
+             http: int | None = None) -> Response:
+    """An answer: its ReturnCode and message, and the order it is about when there is one
+    (``http``: its HTTP status, when not the ReturnCode's own)."""
     message = MESSAGES[code] + (f": {detail}" if detail else "")
     fields: dict[str, Any] = {"ReturnCode": code, "ReturnMessage": message,
                               "RequestId": str(uuid.uuid4()), "PaymentOrderId": order_id,
@@ -65,13 +68,14 @@ def response(code: int, detail: str | None, xml: bool, order_id: int | None = No
     else:
         body = simplejson.dumps(fields, separators=(",", ":")).encode()
         kind = "application/json"
-    return Response(body, status_code=HTTP.get(code, 400), media_type=kind, headers=headers)
+    return Response(body, status_code=http or HTTP.get(code, 400), media_type=kind,
+                    headers=headers)
 
 
 class LegacyDialect(Dialect):
     """Authentication failures (9401 without credentials, 9403 with wrong ones), the injected
-    faults (9500, 5050), unknown paths (9404), methods other than POST (9405), failures
-    (9500)."""
+    faults (9500, 5050; throttling 5050 with HTTP 429), a body over the limit (9400 with
+    HTTP 413), unknown paths (9404), methods other than POST (9405), failures (9500)."""
 
     prefixes = (paths.LEGACY,)
     basic_only = True
@@ -86,7 +90,15 @@ class LegacyDialect(Dialect):
             return response(9500, None, xml)
         if kind == "unavailable":
             return response(5050, None, xml, headers=RETRY_LATER)
-        return None
+        return super().fault(content_type, kind)
+
+    def throttled(self, content_type: str | None, retry_after: int) -> Response:
+        return response(5050, "too many requests", format_of(content_type) == "xml",
+                        headers=retry_after_header(retry_after), http=429)
+
+    def too_large(self, content_type: str | None, limit: int) -> Response:
+        return response(9400, f"the body is larger than {limit} bytes",
+                        format_of(content_type) == "xml", headers=CLOSE, http=413)
 
     def http_error(self, content_type: str | None, path: str, status: int) -> Response:
         code = {404: 9404, 405: 9405}.get(status, 9500)

@@ -56,7 +56,7 @@ def pay_order(sb: Sandbox, pay: LegacyPayRequest) -> dict[str, Any]:
         if page.vertical != pc.CARD:
             raise Refusal(2500, f"payment page {page.id} takes no card")
         expiry = credentials.get("Exp") or ""
-        if not (len(expiry) == 6 and expiry.isdigit()):
+        if not (len(expiry) == 6 and checks.ascii_digits(expiry)):
             raise Refusal(2000, "Credentials.Exp must be the year and month as six digits "
                                 "(YYYYMM)")
         card = checks.card(credentials["CardNumber"], credentials.get("Cvv"), expiry[4:],

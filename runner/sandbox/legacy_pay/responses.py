@@ -6,20 +6,23 @@ external id: ``GET /v1/payment/payment-orders/{MerchantOrder.Id}`` reads it, and
 ``PaymentOrderId`` N is the order ``PO`` + N on 10 digits. Every answer carries a ReturnCode
 (spec/README.md): 1000 with HTTP 200; 2000, 2500, 3000, 5000 and 5050 with HTTP 400; 9400,
 9401, 9403, 9404, 9405 and 9500 with 400, 401, 403, 404, 405 and 500. XML is read with
-defusedxml: no DTD, no entity expansion, no external entity.
+defusedxml: no DTD, no entity expansion, no external entity, nested at most ``MAX_DEPTH``
+deep; JSON and XML bodies alike are held to core/bounds.py's limits (9400 for their syntax,
+2000 for a value).
 """
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import defusedxml.ElementTree as SafeET
-import simplejson
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from runner.sandbox.core.bounds import MAX_DEPTH, BodyRefused, check, read_json
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.routing import sandbox
 from runner.sandbox.legacy_pay import models
@@ -50,25 +53,43 @@ def _element(el: ET.Element) -> Any:
     return out
 
 
+def _xml(raw: bytes) -> ET.Element:
+    """The document's root, read with its depth bounded (no recursion on a deep body)."""
+    depth, root = 0, None
+    try:
+        for event, element in SafeET.iterparse(io.BytesIO(raw), ("start", "end"),
+                                               forbid_dtd=True):
+            depth += 1 if event == "start" else -1
+            if depth > MAX_DEPTH:
+                raise Refusal(9400, f"elements nested more than {MAX_DEPTH} deep")
+            root = element if root is None else root
+    except SafeET.ParseError as exc:
+        raise Refusal(9400, f"malformed XML ({exc})") from None
+    except ValueError:  # defusedxml's DTDForbidden, EntitiesForbidden ...
+        raise Refusal(9400, "DTDs and entities are not accepted") from None
+    if root is None:
+        raise Refusal(9400, "malformed XML (no element)")
+    return root
+
+
 def _read(raw: bytes, kind: str) -> dict[str, Any]:
-    if kind == "xml":
-        try:
-            root = SafeET.fromstring(raw, forbid_dtd=True)
-        except SafeET.ParseError as exc:
-            raise Refusal(9400, f"malformed XML ({exc})") from None
-        except ValueError:  # defusedxml's DTDForbidden, EntitiesForbidden ...
-            raise Refusal(9400, "DTDs and entities are not accepted") from None
-        if root.tag.rsplit("}", 1)[-1] != "Request":
-            raise Refusal(9400, "the root element must be Request")
-        data = _element(root)
-        data = data if isinstance(data, dict) else {}
-    else:
-        try:
-            data = simplejson.loads(raw, use_decimal=True)
-        except (simplejson.JSONDecodeError, UnicodeDecodeError):
-            raise Refusal(9400, "malformed JSON") from None
-        if not isinstance(data, dict):
-            raise Refusal(9400, "the body must be a JSON object")
+    try:
+        if kind == "xml":
+            root = _xml(raw)
+            if root.tag.rsplit("}", 1)[-1] != "Request":
+                raise Refusal(9400, "the root element must be Request")
+            data = _element(root)
+            data = data if isinstance(data, dict) else {}
+            check(data)
+        else:
+            data = read_json(raw)
+    except BodyRefused as refused:
+        syntax = refused.kind in ("json_invalid", "nesting")
+        detail = "malformed JSON" if refused.kind == "json_invalid" else \
+            f"{refused.field}: {refused.problem}"
+        raise Refusal(9400 if syntax else 2000, detail) from None
+    if not isinstance(data, dict):
+        raise Refusal(9400, "the body must be a JSON object")
     if "PaymentOrder" not in data:  # tolerated: the order's fields at the top level
         data = {"PaymentOrder": {k: v for k, v in data.items() if k != "Credentials"},
                 "Credentials": data.get("Credentials") or []}

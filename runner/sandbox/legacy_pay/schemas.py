@@ -8,12 +8,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from runner import rules
+from runner.sandbox.core.bounds import Bounded, Reference
 
 
-class Legacy(BaseModel):
+class Legacy(Bounded):
     model_config = ConfigDict(extra="ignore")
 
 
@@ -26,7 +27,7 @@ class LegacyCustomer(Legacy):
 
 
 class LegacyMerchantOrder(Legacy):
-    Id: str = Field(min_length=1, description="the payment order's external id")
+    Id: Reference = Field(description="the payment order's external id")
     Customer: LegacyCustomer | None = None
 
 

@@ -29,7 +29,7 @@ from runner.sandbox.merchant_payment.catalogue import (
 )
 from runner.sandbox.merchant_payment.schemas import PaymentDetails
 
-FLOW = QuoteFlow("mquotations", "payments", merchant=True)
+FLOW = QuoteFlow("mquotations", "payments", merchant=True, zone="Z")
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from runner.sandbox.core.bounds import Id
 from runner.sandbox.core.catalogue import COUNTRY_NAMES
-from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import JSON, ApiError
 from runner.sandbox.core.pagination import paginate
 from runner.sandbox.core.parties import (
@@ -57,7 +57,7 @@ async def payment_methods(page: Page = None, per_page: Page = None,
 
 
 @router.get("/payment-methods/{method_id}", response_model=s.PaymentMethod)
-async def payment_method(method_id: int) -> JSON:
+async def payment_method(method_id: Id) -> JSON:
     if method_id not in METHODS:
         raise ApiError("1000404", f"payment method {method_id}", merchant=True)
     return JSON(METHODS[method_id])
@@ -82,7 +82,7 @@ def _debit_party(spec: cat.MethodSpec, ident: s.DebitPartyIdentifier) -> dict[st
 
 @router.post("/payment-methods/{method_id}/debit-party-information",
              response_model=s.DebitPartyInformation)
-async def debit_party_information(method_id: int, body: s.DebitPartyRequest) -> JSON:
+async def debit_party_information(method_id: Id, body: s.DebitPartyRequest) -> JSON:
     spec = _method(method_id)
     ident = _debit_party(spec, body.debit_party_identifier)
     known = known_party(ident) if trigger_of(ident) != UNREGISTERED else None
@@ -94,7 +94,7 @@ async def debit_party_information(method_id: int, body: s.DebitPartyRequest) -> 
 
 @router.post("/payment-methods/{method_id}/debit-party-verification",
              response_model=AccountStatus)
-async def debit_party_verification(method_id: int, body: s.DebitPartyVerificationRequest
+async def debit_party_verification(method_id: Id, body: s.DebitPartyVerificationRequest
                                    ) -> JSON:
     spec = _method(method_id)
     ident = _debit_party(spec, body.debit_party_identifier)
@@ -159,7 +159,8 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
         payment = s.Payment(
             id=store.next_id(FLOW.items), **status_fields(first),
             external_id=body.external_id, external_code=body.external_code,
-            creation_date=iso(sb.clock.now()), expiration_date=quotation["expiration_date"],
+            creation_date=FLOW.stamp(sb.clock.now()),
+            expiration_date=quotation["expiration_date"],
             debit_party_identifier=ident, details=s.PaymentDetails(),
             payment=quotation["payment"], collection=collection,
             payment_method=quotation["payment_method"], consumer=consumer,
@@ -175,19 +176,19 @@ async def create_payment(request: Request, ref: str, body: s.PaymentRequest) -> 
         meta = {"quotation_id": quotation["id"], "net": collection["amount"] - fee["amount"],
                 "currency": collection["currency"], "plan": plan, "step": 0, "due": None}
         store.add(FLOW.items, payment, meta)
-    return JSON(payment, status_code=201)
+    return JSON(FLOW.shown(sb, payment), status_code=201)
 
 
 @router.post("/payments/{ref}/confirm", response_model=s.Payment)
 async def confirm_payment(request: Request, ref: str) -> JSON:
     with current(request) as sb:
-        return JSON(FLOW.confirm(sb, ref, show_details))
+        return JSON(FLOW.shown(sb, FLOW.confirm(sb, ref, show_details)))
 
 
 @router.get("/payments/{ref}", response_model=s.Payment)
 async def get_payment(request: Request, ref: str) -> JSON:
     with current(request) as sb:
-        return JSON(FLOW.item(sb.store, ref))
+        return JSON(FLOW.shown(sb, FLOW.item(sb.store, ref)))
 
 
 busy_first(router, "/quotations", "/quotations/{ref}/payments", "/payments/{ref}/confirm",

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pydantic import Field
 
 from runner import rules
+from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import Confirmable, Money, Party, Request, Resource, Str
 
 
@@ -53,7 +54,7 @@ class CollectionAmountIn(Request, rules.AmountFields):
 
 
 class MerchantQuotationRequest(Request):
-    external_id: str = Field(min_length=1)
+    external_id: Reference
     payment_method_id: int
     mode: str
     payment: PaymentAmountIn
@@ -86,7 +87,7 @@ class PaymentRequest(Request):
     consumer: Consumer | None = None
     sender: Consumer | None = None
     beneficiary: dict[str, str | None] | None = None
-    external_id: str = Field(min_length=1)
+    external_id: Reference = Field(description="the partner's reference of the payment")
     external_code: Str = None
     callback_url: Str = None
     purpose_of_payment: Str = None

@@ -25,7 +25,7 @@ from runner.sandbox.core.statuses import is_final
 from runner.sandbox.core.store import Store
 from runner.sandbox.money_transfer.catalogue import MAX_SOURCE_AMOUNT, PayerSpec, rate_bands
 
-FLOW = QuoteFlow("quotations", "transactions")
+FLOW = QuoteFlow("quotations", "transactions", numeric_callbacks=True)
 
 
 @dataclass(frozen=True)

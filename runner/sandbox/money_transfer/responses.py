@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 
+from runner.sandbox.core.bounds import Id
 from runner.sandbox.core.catalogue import COUNTRY_NAMES
 from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import JSON, ApiError
@@ -73,12 +74,12 @@ async def payers(page: Page = None, per_page: Page = None, service_id: int | Non
 
 
 @router.get("/payers/{payer_id}", response_model=s.Payer)
-async def payer(payer_id: int) -> JSON:
+async def payer(payer_id: Id) -> JSON:
     return JSON(_found(PAYERS, payer_id, "payer"))
 
 
 @router.get("/payers/{payer_id}/rates", response_model=s.PayerRates)
-async def payer_rates(payer_id: int) -> JSON:
+async def payer_rates(payer_id: Id) -> JSON:
     spec = _found(cat.PAYERS_BY_ID, payer_id, "payer")
     return JSON({"destination_currency": spec.currency, "rates": cat.rate_bands(spec.currency)})
 
@@ -106,13 +107,13 @@ async def divisions(iso_code: str, page: Page = None, per_page: Page = None) -> 
 
 
 @router.get("/administrative-divisions/{division_id}", response_model=s.Division)
-async def division(division_id: int) -> JSON:
+async def division(division_id: Id) -> JSON:
     return JSON(_division(_found(cat.DIVISIONS, division_id, "administrative division")))
 
 
 @router.get("/administrative-divisions/{division_id}/administrative-divisions",
             **_list(s.Division))
-async def division_children(division_id: int, page: Page = None, per_page: Page = None) -> JSON:
+async def division_children(division_id: Id, page: Page = None, per_page: Page = None) -> JSON:
     _found(cat.DIVISIONS, division_id, "administrative division")
     found = [_division(d) for d in cat.DIVISIONS.values() if d["parent_id"] == division_id]
     return paginate(found, page, per_page)
@@ -164,12 +165,12 @@ async def entities(page: Page = None, per_page: Page = None, country_iso_code: s
 
 
 @router.get("/entities/{entity_id}", response_model=s.Entity)
-async def entity(entity_id: int) -> JSON:
+async def entity(entity_id: Id) -> JSON:
     return JSON(_found(cat.ENTITIES, entity_id, "entity"))
 
 
 @router.get("/entities/{entity_id}/entities", **_list(s.Entity))
-async def entity_children(entity_id: int, page: Page = None, per_page: Page = None) -> JSON:
+async def entity_children(entity_id: Id, page: Page = None, per_page: Page = None) -> JSON:
     _found(cat.ENTITIES, entity_id, "entity")
     return paginate([e for e in cat.ENTITIES.values() if e["parent_id"] == entity_id], page,
                     per_page)
@@ -190,7 +191,7 @@ def _identifier(spec: cat.PayerSpec, body: s.CreditPartyRequest) -> dict[str, An
 
 
 @router.post("/payers/{payer_id}/credit-party-information", response_model=s.Beneficiary)
-async def credit_party_information(payer_id: int, body: s.CreditPartyRequest) -> JSON:
+async def credit_party_information(payer_id: Id, body: s.CreditPartyRequest) -> JSON:
     spec = _payer(payer_id)
     known = known_party(_identifier(spec, body))
     if known is None:
@@ -201,7 +202,7 @@ async def credit_party_information(payer_id: int, body: s.CreditPartyRequest) ->
 
 
 @router.post("/payers/{payer_id}/credit-party-verification", response_model=AccountStatus)
-async def credit_party_verification(payer_id: int, body: s.CreditPartyRequest) -> JSON:
+async def credit_party_verification(payer_id: Id, body: s.CreditPartyRequest) -> JSON:
     spec = _payer(payer_id)
     ident = _identifier(spec, body)
     trigger = trigger_of(ident)
@@ -281,19 +282,19 @@ async def create_transaction(request: Request, ref: str, body: s.TransactionRequ
                 "currency": sent["currency"], "plan": plan, "step": 0, "due": None,
                 "reserved": False}
         store.add(FLOW.items, txn, meta)
-    return JSON(txn, status_code=201)
+    return JSON(FLOW.shown(sb, txn), status_code=201)
 
 
 @router.post("/transactions/{ref}/confirm", response_model=s.Transaction)
 async def confirm_transaction(request: Request, ref: str) -> JSON:
     with current(request) as sb:
-        return JSON(FLOW.confirm(sb, ref, sb.balances.reserve_cost))
+        return JSON(FLOW.shown(sb, FLOW.confirm(sb, ref, sb.balances.reserve_cost)))
 
 
 @router.get("/transactions/{ref}", response_model=s.Transaction)
 async def get_transaction(request: Request, ref: str) -> JSON:
     with current(request) as sb:
-        return JSON(FLOW.item(sb.store, ref))
+        return JSON(FLOW.shown(sb, FLOW.item(sb.store, ref)))
 
 
 busy_first(router, "/quotations", "/quotations/{ref}/transactions", "/transactions/{ref}/confirm",

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pydantic import Field
-
 from runner import rules
+from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import Confirmable, Money, Party, Request, Resource, Str
 
 
@@ -121,7 +120,7 @@ class DestinationIn(Request, rules.AmountFields):
 
 
 class QuotationRequest(Request):
-    external_id: str = Field(min_length=1)
+    external_id: Reference
     payer_id: int
     mode: str
     source: SourceIn
@@ -153,7 +152,7 @@ class TransactionRequest(Request):
     retail_fee_currency: Str = None
     sender: Sender
     beneficiary: Beneficiary
-    external_id: str = Field(min_length=1)
+    external_id: Reference
     external_code: Str = None
     callback_url: Str = None
     purpose_of_remittance: str

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from runner.sandbox.core.bounds import DIGITS
 from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.store import Store
@@ -20,7 +21,7 @@ from runner.sandbox.onboarding.schemas import PayoutBankAccountCreate
 
 PREFIXES = {"companies": "CMP", "merchants": "MER", "accounts": "ACC",
             "transfer_requests": "TRF", "payout_requests": "PYT"}
-BANK_ID = re.compile(r"PBA(\d+)-\d+")
+BANK_ID = re.compile(rf"PBA({DIGITS})-{DIGITS}")
 BANK_FIELDS = tuple(PayoutBankAccountCreate.model_fields)
 
 
@@ -30,7 +31,7 @@ def public_id(table: str, rid: int) -> str:
 
 
 def looks_like_id(table: str, value: str) -> bool:
-    return re.fullmatch(PREFIXES[table] + r"\d+", value) is not None
+    return re.fullmatch(PREFIXES[table] + DIGITS, value) is not None
 
 
 def find(store: Store, table: str, ref: str) -> int | None:

@@ -28,7 +28,7 @@ from runner.sandbox.onboarding import schemas as a
 router = APIRouter(prefix="/v1/onboarding", route_class=DecimalRoute,
                    tags=["collection service: onboarding"])
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-IBAN = re.compile(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}")
+IBAN = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}")
 BIC = re.compile(r"[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?")
 FORMATS = ("IBAN",)
 ACCOUNT_TYPES = ("SAVINGS", "DEPOSIT", "CHECKING", "OTHERS")

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from runner import rules
 from runner.sandbox.accounts.schemas import AccountBalance
+from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import Request, Resource, Str, Text
 
 
@@ -30,7 +31,7 @@ class Company(Resource):
 
 class MerchantCreate(Request):
     company_id: Text
-    merchant_external_id: Text
+    merchant_external_id: Reference
     name: Text
     template_id: Text
     custom_data: Any = None

@@ -19,10 +19,10 @@ from runner.sandbox.core.store import Store
 from runner.sandbox.onboarding import models as records
 from runner.sandbox.payment_orders import catalogue as pc
 
-ORDER_ID = re.compile(r"PO\d{10}")
-QUOTATION_ID = re.compile(r"QT\d{10}")
+ORDER_ID = re.compile(r"PO[0-9]{10}")
+QUOTATION_ID = re.compile(r"QT[0-9]{10}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-MSISDN = re.compile(r"\+?\d{8,15}")
+MSISDN = re.compile(r"\+?[0-9]{8,15}")
 
 
 # ---------------------------------------------------------------- references
@@ -106,13 +106,14 @@ def card(number: str, cvv: str | None, month: str | None, year: str | None, now:
     """Check card data; ``names`` gives the field names to use in messages. Neither the
     number nor the CVV ever appears in a message."""
     digits = number.replace(" ", "")
-    if not digits.isdigit() or not 12 <= len(digits) <= 19 or not _luhn(digits):
+    if not ascii_digits(digits) or not 12 <= len(digits) <= 19 or not _luhn(digits):
         raise ApiError("2001101", f"{names['number']} is not a valid card number")
-    if cvv is None or not (cvv.isdigit() and len(cvv) in (3, 4)):
+    if cvv is None or not (ascii_digits(cvv) and len(cvv) in (3, 4)):
         raise ApiError("2001101", f"{names['cvv']} must be 3 or 4 digits")
-    if month is None or not month.isdigit() or not 1 <= int(month) <= 12:
+    if month is None or not ascii_digits(month) or len(month) > 2 \
+            or not 1 <= int(month) <= 12:
         raise ApiError("2001101", f"{names['month']} must be a month, 1 to 12")
-    if year is None or not year.isdigit() or len(year) not in (2, 4):
+    if year is None or not ascii_digits(year) or len(year) not in (2, 4):
         raise ApiError("2001101", f"{names['year']} must be a year (2 or 4 digits)")
     full_year = int(year) + (2000 if len(year) == 2 else 0)
     today = datetime.fromtimestamp(now, UTC)
@@ -120,6 +121,11 @@ def card(number: str, cvv: str | None, month: str | None, year: str | None, now:
         raise ApiError("2001101", f"{names['year']}: the card has expired")
     brand = {"4": "VISA", "5": "MASTERCARD", "3": "AMEX"}.get(digits[0], "CARD")
     return Card(digits[-4:], brand, pc.TEST_CARDS.get(digits))
+
+
+def ascii_digits(text: str) -> bool:
+    """Digits 0-9 only (``str.isdigit`` also takes ``³`` and ``１``)."""
+    return text.isascii() and text.isdigit()
 
 
 def _luhn(digits: str) -> bool:

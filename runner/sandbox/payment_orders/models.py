@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from runner.sandbox.core.bounds import number
 from runner.sandbox.core.callbacks import CallbackQueue
 from runner.sandbox.core.clock import SandboxClock, iso
 from runner.sandbox.core.config import SandboxConfig
@@ -321,7 +322,8 @@ class PaymentOrders:
         return op
 
     def operation(self, ref: str, kinds: tuple[str, ...]) -> dict[str, Any]:
-        op = self.store.tables[OPERATIONS].get(int(ref)) if ref.isdigit() else None
+        rid = number(ref)
+        op = None if rid is None else self.store.tables[OPERATIONS].get(rid)
         if op is None or self.store.meta[OPERATIONS][op["id"]]["kind"] not in kinds:
             raise ApiError("1000404", f"{' or '.join(kinds)} operation {ref!r}")
         return op

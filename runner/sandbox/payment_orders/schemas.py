@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from runner import rules
+from runner.sandbox.core.bounds import Reference
 from runner.sandbox.core.schemas import AmountIn, Money, Request, Resource, Str
 
 Required = Field(min_length=1)
@@ -29,7 +30,7 @@ class QuotationAmountIn(Request):
 
 
 class PaymentQuotationCreate(Request):
-    external_id: Str = Field(default=None, min_length=1)
+    external_id: Reference | None = None
     merchant_id: str = Required
     payment_page_id: str = Required
     requested: QuotationAmountIn = Field(description="merchant currency")
@@ -70,7 +71,7 @@ class QuotationPaymentOrderCreate(Request):
     """A payment order from a quotation: amounts, merchant and page are the quotation's."""
 
     type: OrderType
-    external_id: str = Required
+    external_id: Reference
     merchant_urls: MerchantUrls
     merchant_order: MerchantOrder | None = None
     integration_mode: Mode = Field(description="REDIRECT or HOST_TO_HOST (REDIRECTION, the "
@@ -83,13 +84,13 @@ class PaymentOrderCreate(QuotationPaymentOrderCreate):
     requested: AmountIn
     merchant_id: Str = Field(default=None, description="exactly one of merchant_id and "
                                                        "merchant_external_id")
-    merchant_external_id: Str = None
+    merchant_external_id: Reference | None = None
     payment_page_id: str = Required
 
 
 class OperationCreate(Request):
     requested: AmountIn
-    external_id: Str = Field(default=None, min_length=1)
+    external_id: Reference | None = None
     custom_data: Str = None
 
 
