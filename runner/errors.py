@@ -9,8 +9,13 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── JobErrors                  exit 2; every problem found, one JobError a line
     ├── FieldProblem               a model validator's word on one field; a ValueError too,
     │                              so that pydantic reports it (and runner.job makes it a JobError)
-    ├── StateError                 the state database (bad schema, corrupt file)
-    │   └── LeaseHeld              exit 75; another run holds the job's lease
+    ├── StateError                 the state says no (no such item to resolve ...)
+    │   ├── LeaseHeld              exit 75; another run holds the job's lease
+    │   ├── StateUnavailable       exit 75; the database stays locked, or its disk is full:
+    │   │                          try later
+    │   └── StateUnusable          exit 74; the database cannot be created, read or written
+    │                              (read-only, no permission, damaged, written by a newer
+    │                              runner, a table missing)
     ├── SummaryError               exit 3; the summary could not be rendered, written or
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
@@ -139,13 +144,29 @@ class FieldProblem(RunnerError, ValueError):
 
 
 class StateError(RunnerError):
-    """The state database cannot be used as asked (lease held, bad schema, corrupt file)."""
+    """The state cannot do what was asked (an item to resolve is not there, or not in
+    doubt), or cannot be used at all (the subclasses)."""
 
 
 class LeaseHeld(StateError):
     """Another live run holds the job's lease: try later (DESIGN.md rule 6)."""
 
     exit_code = 75
+
+
+class StateUnavailable(StateError):
+    """The state database stayed locked by another process longer than runner waits, or its
+    disk is full: nothing is wrong with it, and a later run can go on (EX_TEMPFAIL)."""
+
+    exit_code = 75
+
+
+class StateUnusable(StateError):
+    """The state database cannot be created, read or written: a read-only folder or file
+    system, no permission, an I/O error, a file that is not runner's database or is damaged,
+    one written by a newer runner, or one missing a table. A person must look (EX_IOERR)."""
+
+    exit_code = 74
 
 
 class SummaryError(RunnerError):

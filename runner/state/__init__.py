@@ -7,6 +7,8 @@ default backend, one SQLite file. ``open_store`` picks the backend for a locatio
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
@@ -20,6 +22,14 @@ def open_store(location: Path) -> StateStore:
     return SqliteStore(location)
 
 
+@contextlib.contextmanager
+def hold_lease(location: Path, job_name: str) -> Iterator[None]:
+    """The job's lease at ``location``, held from now until the end of the block (see
+    ``StateStore.hold_lease``); LeaseHeld when another live run has it."""
+    with open_store(location) as store, store.hold_lease(job_name):
+        yield
+
+
 __all__ = [
     "LEASE_TTL",
     "AttemptRecord",
@@ -27,6 +37,7 @@ __all__ = [
     "ItemRecord",
     "RunRecord",
     "StateStore",
+    "hold_lease",
     "now_iso",
     "open_store",
 ]
