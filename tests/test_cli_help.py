@@ -33,5 +33,7 @@ def test_top_level_help_lists_exit_codes() -> None:
     assert result.exit_code == 0
     for line in ("0   every item settled well", "2   usage error or invalid job file",
                  "3   items handled, but the summary email could not be sent",
-                 "75  another run holds the job's lease"):
+                 "74  the state database cannot be used",
+                 "75  another run holds the job's lease",
+                 "130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM"):
         assert line in result.output

@@ -34,7 +34,12 @@ Exit codes:
   2   usage error or invalid job file (nothing was sent)
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
-  75  another run holds the job's lease, or the provider is unreachable (try later)
+  74  the state database cannot be used: read-only, no permission, damaged, written
+      by a newer runner, a table missing (a person must look)
+  75  another run holds the job's lease, the provider is unreachable, or the state
+      database stays locked or its disk is full (try later)
+  130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM: the calls in flight finished and
+      were recorded, the summary was written; run again to resume
 """
 
 @click.group(help=HELP)
