@@ -10,11 +10,6 @@ from __future__ import annotations
 import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
-#: The one way an amount is written, wherever it comes from (a CSV cell, a JSON Lines number,
-#: a YAML number, a rendered template): ASCII digits with at most one point, an optional sign
-#: (a minus is then refused as not positive), nothing else: no exponent, no ``_`` or ``,``
-#: grouping, no other script's digits, which ``Decimal()`` would all take.
-AMOUNT_TEXT = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?")
 #: Up to 999 trillion, to the millionth: more than any currency needs, and every sum of a
 #: batch stays exact in Decimal's 28 digits.
 INTEGER_DIGITS_MAX = 15
@@ -22,13 +17,18 @@ FRACTION_DIGITS_MAX = 6
 
 
 def parse_amount(text: str) -> Decimal:
-    """The exact amount ``text`` writes, by ``AMOUNT_TEXT`` and the digit bounds; a ValueError
-    saying what is wrong otherwise (the text shown at most 40 characters long)."""
+    """The exact amount ``text`` writes, read by the one grammar of amounts, wherever it
+    comes from (a CSV cell, a JSON Lines number, a YAML number, a rendered template): ASCII
+    digits with at most one point, an optional sign (a minus is then refused as not
+    positive), within the digit bounds, spaces or tabs around; nothing else, although
+    ``Decimal()`` would take an exponent, ``_``, other scripts' digits, ``NaN``. A
+    ValueError says what is wrong (the text shown at most 40 characters long)."""
     written = text.strip(" \t")
-    match = AMOUNT_TEXT.fullmatch(written)
-    if match is None or not (match[2] or match[3]):
+    digits = written[1:] if written[:1] in ("+", "-") else written
+    integer, _, fraction = digits.partition(".")
+    if not (digits.isascii() and (integer + fraction).isdigit()):
         raise ValueError(f"not a decimal amount: {shown(text)}{_hint(written)}")
-    _within_bounds(len(match[2]), len(match[3] or ""))
+    _within_bounds(len(integer), len(fraction))
     return Decimal(written)
 
 

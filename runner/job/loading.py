@@ -147,7 +147,6 @@ def iter_items(job: Job) -> Iterator[ItemResult]:
             if template.over_time:  # as slow on every row: the job's templates are at fault
                 raise JobErrors([JobError(source.name, number, dotted(location), message)
                                  for location, message in problems])
-            problems += text_problems(item)
             typed = None
             try:
                 typed = model.model_validate(item)

@@ -17,6 +17,8 @@ Rules, each there for a payment file:
 - Undefined is strict: a missing column is an error naming the column, never "".
 - A value that renders empty (an empty CSV cell, a JSON null) is left out of the item, so
   the default applies, or the field is reported missing if it is required.
+- What renders is text for one field: a control character, or more characters than the
+  field takes, is a problem of the row (``runner.job.text``).
 - ``defaults`` are rendered once, with ``vars`` and ``job`` only.
 """
 
@@ -35,6 +37,7 @@ from runner.job.document import Location
 from runner.job.fields import exact_decimal
 from runner.job.model import Job
 from runner.job.rows import RowValues
+from runner.job.text import limit_of, text_problem
 
 #: A problem found while rendering: where (inside the item, or inside the job file) and what.
 Problem = tuple[Location, str]
@@ -82,6 +85,7 @@ def sandbox() -> BudgetedSandbox:
 class _Leaf:
     template: Template
     location: Location  # inside the item
+    limit: int  # the most characters its field takes
 
 
 class ItemTemplate:
@@ -97,6 +101,7 @@ class ItemTemplate:
         self.problems: list[Problem] = []  # located in the job file
         self.columns: list[tuple[str, Location]] = []  # row columns named, and where
         self._blank = self.env.from_string("")
+        self._straight: set[int] = set()  # the templates without a loop (by id)
         context = {"vars": _Vars(job.vars), "job": {"name": job.name, "kind": job.kind}}
         self.env.start()
         self.defaults: dict[str, Any] = self._render_defaults(job.defaults, ("defaults",),
@@ -119,6 +124,10 @@ class ItemTemplate:
             self.problems.append((location, "extends, block, include and import are not "
                                   "available in job templates"))
             return None
+        if not any(True for _ in parsed.find_all((nodes.For, nodes.Macro, nodes.CallBlock))):
+            # Without a loop its output is bounded by its outputs (each weighed, and all
+            # counted, by the sandbox) and its text: joined without counting.
+            self._straight.add(id(template))
         called = {id(call.node) for call in parsed.find_all(nodes.Call)}
         refused: set[str] = set()
         for node in parsed.find_all((nodes.Getattr, nodes.Getitem)):
@@ -144,7 +153,8 @@ class ItemTemplate:
             return [self._compile_tree(v, (*location, i)) for i, v in enumerate(value)]
         if isinstance(value, str) and _is_template(value):
             template = self._compile(value, location)
-            return None if template is None else _Leaf(template, location[2:])
+            return None if template is None else _Leaf(template, location[2:],
+                                                       limit_of(location))
         return value
 
     def _render_defaults(self, value: Any, location: Location, context: dict[str, Any]) -> Any:
@@ -186,8 +196,9 @@ class ItemTemplate:
         concat: Callable[[Any], str] = self.env.concat
 
         def run(template: Template, location: Location) -> str | None:
+            join = "".join if id(template) in self._straight else concat
             try:
-                return concat(template.root_render_func(context))
+                return join(template.root_render_func(context))
             except Exception as exc:  # noqa: BLE001 - any failure is the row's problem
                 problems.append((location, _render_failure(exc)))
                 return None
@@ -205,7 +216,12 @@ class ItemTemplate:
         def fill(value: Any) -> Any:
             if isinstance(value, _Leaf):
                 text = run(value.template, value.location)
-                return _ABSENT if text is None or text == "" else text
+                if not text:
+                    return _ABSENT
+                problem = text_problem(text, value.limit)
+                if problem is not None:
+                    problems.append((value.location, problem))
+                return text
             if isinstance(value, dict):
                 filled = {k: fill(v) for k, v in value.items()}
                 return {k: v for k, v in filled.items() if v is not _ABSENT}

@@ -2,7 +2,8 @@
 
 An item's texts come from rows and templates, and go to the provider as they are: a NUL or a
 line break in a name, or a 5,000-character label, is refused here, naming the field, rather
-than sent. Two rules:
+than sent. What the job file writes as it is (and defaults) is checked once, when the job is
+loaded; what a template renders, on each row (``runner.job.templating``). Two rules:
 
 - no control characters (C0, U+0000 to U+001F, and DEL): the documents' fields are single
   lines of text;
@@ -16,40 +17,44 @@ import re
 from typing import Any
 
 from runner.job.document import Location
-from runner.rules import text_limit
+from runner.rules import TEXT_LIMITS, TEXT_MAX
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAMES = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return", "\x00": "a NUL"}
 
 
-def text_problems(value: Any, location: Location = (), skip: str | None = None
-                  ) -> list[tuple[Location, str]]:
-    """(location, message) for each text of ``value`` (an item as plain data) that cannot be
-    sent; ``skip`` texts (placeholders) are not looked at."""
-    problems: list[tuple[Location, str]] = []
-    pending: list[tuple[Any, Location]] = [(value, location)]
-    while pending:
-        node, where = pending.pop()
-        if isinstance(node, dict):
-            pending.extend((child, (*where, key)) for key, child in node.items())
-        elif isinstance(node, list):
-            pending.extend((child, (*where, i)) for i, child in enumerate(node))
-        elif isinstance(node, str) and node != skip:
-            message = _problem(node, where)
-            if message is not None:
-                problems.append((where, message))
-    return sorted(problems, key=lambda problem: [str(part) for part in problem[0]])
+def limit_of(location: Location) -> int:
+    """The most characters the field at ``location`` takes (a list's texts: the list's)."""
+    field = next((part for part in reversed(location) if isinstance(part, str)), "")
+    return TEXT_LIMITS.get(field, TEXT_MAX)
 
 
-def _problem(text: str, location: Location) -> str | None:
+def text_problem(text: str, limit: int) -> str | None:
+    """Why ``text`` cannot be sent in a field of that ``limit``; None when it can. (On every
+    rendered field of every row: the common case costs a len and a regex search.)"""
+    if len(text) <= limit and _CONTROL.search(text) is None:
+        return None
     control = _CONTROL.search(text)
     if control is not None:
         character = control[0]
         name = _NAMES.get(character, "a control character")
         return (f"holds {name} (U+{ord(character):04X}) at character {control.start() + 1}; "
                 "fields are one line of text")
-    field = next((part for part in reversed(location) if isinstance(part, str)), "")
-    limit = text_limit(field)
-    if len(text) > limit:
-        return f"{len(text):,} characters; at most {limit:,} are allowed"
-    return None
+    return f"{len(text):,} characters; at most {limit:,} are allowed"
+
+
+def text_problems(value: Any, location: Location = (), skip: str | None = None
+                  ) -> list[tuple[Location, str]]:
+    """(location, message) for each text of ``value`` (plain data) that cannot be sent;
+    ``skip`` texts (placeholders) are not looked at."""
+    if isinstance(value, str):
+        problem = None if value == skip else text_problem(value, limit_of(location))
+        return [] if problem is None else [(location, problem)]
+    if isinstance(value, dict):
+        children: Any = value.items()
+    elif isinstance(value, list):
+        children = enumerate(value)
+    else:
+        return []
+    return [problem for key, child in children
+            for problem in text_problems(child, (*location, key), skip)]
