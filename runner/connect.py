@@ -68,7 +68,7 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
         private_folder(state_dir)
         private_file(journal)
     except OSError as exc:
-        raise state_error(exc, str(journal)) from None
+        raise state_error(exc, str(journal), "the embedded sandbox's journal") from None
     config = SandboxConfig.embedded(
         api_key=job.provider.api_key.get_secret_value(),
         api_secret=job.provider.api_secret.get_secret_value(), header_brand=job.provider.brand,

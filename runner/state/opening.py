@@ -80,14 +80,14 @@ def _tables(conn: sqlite3.Connection) -> dict[str, set[str]]:
             for name in names}
 
 
-def state_error(exc: sqlite3.Error | OSError, location: str) -> StateError:
+def state_error(exc: sqlite3.Error | OSError, location: str,
+                what: str = "the state database") -> StateError:
     """The ``StateError`` that tells what ``exc`` (from SQLite, or from making the folder
-    or the file) means for a person running runner."""
+    or the file: ``what`` it is) means for a person running runner."""
     if isinstance(exc, OSError):
         if exc.errno == errno.ENOSPC:
             return _disk_full(location)
-        return StateUnusable(f"{location}: cannot create the state database: "
-                             f"{exc.strerror or exc}")
+        return StateUnusable(f"{location}: cannot create {what}: {exc.strerror or exc}")
     code = (exc.sqlite_errorcode or 0) & 0xFF if isinstance(exc, sqlite3.Error) else 0
     if code in _LOCKED:
         return StateUnavailable(f"{location}: the state database is locked by another "

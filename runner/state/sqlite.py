@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -32,12 +33,13 @@ from typing import Any, Unpack
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from runner.errors import LeaseHeld
+from runner.errors import LeaseHeld, StateError
 from runner.state.files import private_file, private_folder
 from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
+log = logging.getLogger("runner")
 migrations = Migrations("runner")
 # Exact amounts are stored as their text.
 sqlite3.register_adapter(Decimal, str)
@@ -230,8 +232,11 @@ class SqliteStore(StateStore):
         return True
 
     def heartbeat(self, job_name: str, token: str) -> None:
-        self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
-                  [time.time(), job_name, token])
+        try:
+            self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
+                      [time.time(), job_name, token])
+        except StateError as exc:  # the run's next write meets it, and says so
+            log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
 
     def release_lease(self, job_name: str, token: str) -> None:
         self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token])

@@ -70,7 +70,9 @@ class StateStore(ABC):
         """Take the job's lease (a token), or raise LeaseHeld when a live run has it."""
 
     @abstractmethod
-    def heartbeat(self, job_name: str, token: str) -> None: ...
+    def heartbeat(self, job_name: str, token: str) -> None:
+        """Refresh the lease; best effort, from a thread of its own: a failure is logged,
+        never raised (the run's next write meets the same fault and ends the run)."""
 
     @contextlib.contextmanager
     def hold_lease(self, job_name: str) -> Iterator[None]:
@@ -82,9 +84,8 @@ class StateStore(ABC):
         stop = threading.Event()
 
         def keep_fresh() -> None:
-            with contextlib.suppress(StateError):  # the run's own heartbeat says the rest
-                while not stop.wait(LEASE_TTL / 3):
-                    self.heartbeat(job_name, token)
+            while not stop.wait(LEASE_TTL / 3):
+                self.heartbeat(job_name, token)
 
         fresh = threading.Thread(target=keep_fresh, daemon=True, name="lease-hold")
         fresh.start()
