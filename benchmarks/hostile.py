@@ -5,9 +5,9 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/hostile.py [--python PYTHON] [--timeout 60] [--memory-gib 8]
 
-Each case is a small remittance job against the embedded sandbox, spoiled one way (a YAML
-alias bomb, templates that loop or grow, a concurrency of 10**22, amounts written as
-exponents or with 31 digits, a megabyte of YAML values), run as cron runs it
+Each case is jobs/payroll.yaml (60 rows, against the embedded sandbox), spoiled one way (a
+YAML alias bomb, templates that loop or grow, a concurrency of 10**22, amounts written as an
+exponent or with 31 digits, a megabyte of YAML values), run as cron runs it
 (`PYTHON -m runner validate JOB`, or `run JOB --yes`) in a process of its own, killed after
 ``--timeout`` seconds and limited to ``--memory-gib`` of address space so that a runner
 without bounds cannot take the machine. It prints, per case, the exit code, the wall time,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,63 +28,35 @@ import threading
 import time
 from pathlib import Path
 
-JOB = """\
-version: 1
-name: hostile-2026-11
-kind: remittance
-provider: {{base_url: sandbox, auth: hmac, api_key: k, api_secret: s}}
-vars:
-  period: "2026-11"
-{vars}defaults:
-  payer_id: 1
-  mode: SOURCE_AMOUNT
-  source: {{country_iso_code: FRA, currency: EUR}}
-  purpose_of_remittance: SALARY
-  sender: {{firstname: Ada, lastname: Acme}}
-items:
-  from: {rows}
-  external_id: "{external_id}"
-  template:
-    source: {{amount: "{{{{ row.net_pay }}}}"}}
-    destination: {{currency: KES}}
-    credit_party_identifier: {{msisdn: "{{{{ row.msisdn }}}}"}}
-    beneficiary: {{firstname: "{{{{ row.first_name }}}}", lastname: Doe}}
-{run}"""
-ROWS = "employee_id,net_pay,msisdn,first_name\n" + "".join(
-    f"E{n},{100 + n}.00,+2547000000{n:02d},Jo\n" for n in range(20))
-EXTERNAL_ID = "p-{{ vars.period }}-{{ row.employee_id }}"
+ROOT = Path(__file__).resolve().parent.parent
+EXTERNAL_ID = '"payroll-{{ vars.period }}-{{ row.employee_id }}"'
 LAUGHS = '  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f"  {c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n"
     for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+LOOPS = "{{% for i in range({n}) %}}{{% for j in range({n}) %}}{{% endfor %}}{{% endfor %}}"
+JSONL_ROW = ('{"employee_id": "E1", "first_name": "Ada", "last_name": "Byron", "payer_id": 1, '
+             '"currency": "KES", "net_pay": 1e400, "msisdn": "+254700000001", '
+             '"bank_account": "", "swift": ""}\n')
 
-
-def case(vars: str = "", external_id: str = EXTERNAL_ID, run: str = "", rows: str = ROWS,
-         jsonl: str | None = None) -> dict[str, str]:
-    files = {"job.yaml": JOB.format(vars=vars, external_id=external_id, run=run,
-                                    rows="rows.jsonl" if jsonl else "rows.csv")}
-    files["rows.jsonl" if jsonl else "rows.csv"] = jsonl or rows
-    return files
-
-
-CASES: dict[str, tuple[list[str], dict[str, str]]] = {
-    "YAML alias bomb (1 KB)": (["validate"], case(vars=LAUGHS)),
-    "nested range(100000) loops": (["validate"], case(external_id=(
-        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
-        + EXTERNAL_ID))),
-    "'x' * 10**9 in a template": (["validate"], case(external_id="{{ 'x' * 10**9 }}")),
-    "nested range(10000) loops": (["validate"], case(external_id=(
-        "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
-        + EXTERNAL_ID))),
-    "run.concurrency: 10**22": (["run", "--yes"], case(
-        run="run: {concurrency: 99999999999999999999999}\n")),
+#: name: (the command, the changes to jobs/payroll.yaml, files written beside it)
+CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
+    "YAML alias bomb (1 KB)": (["validate"], {"vars:\n": "vars:\n" + LAUGHS}, {}),
+    "nested range(100000) loops": (["validate"], {
+        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=100000))}, {}),
+    "'x' * 10**9 in a template": (["validate"], {
+        EXTERNAL_ID: "\"{{ 'x' * 10**9 }}\""}, {}),
+    "nested range(10000) loops": (["validate"], {
+        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=10000))}, {}),
+    "run.concurrency: 10**22": (["run", "--yes"], {
+        "concurrency: 8": "concurrency: 99999999999999999999999"}, {}),
     "--concurrency 10**22": (["run", "--yes", "--concurrency", "99999999999999999999999"],
-                             case()),
-    "amount 1e400 in JSON Lines": (["validate"], case(jsonl=(
-        '{"employee_id": "E1", "net_pay": 1e400, "msisdn": "+254700000001", '
-        '"first_name": "Jo"}\n'))),
-    "amount of 31 digits": (["validate"], case(rows=ROWS.replace("100.00", "9" * 31))),
-    "1 MB of YAML values": (["validate"], case(
-        vars="  many: [" + ",".join(["1"] * 500_000) + "]\n")),
+                             {}, {}),
+    "amount 1e400 in JSON Lines": (["validate"], {"payroll.csv": "payroll.jsonl"},
+                                   {"payroll.jsonl": JSONL_ROW}),
+    "amount of 31 digits": (["validate"], {}, {"payroll.csv": (
+        ROOT / "jobs" / "payroll.csv").read_text(encoding="utf-8").replace("978.26", "9" * 31)}),
+    "1 MB of YAML values": (["validate"], {
+        "vars:\n": "vars:\n  many: [" + ",".join(["1"] * 500_000) + "]\n"}, {}),
 }
 
 
@@ -126,12 +99,18 @@ def main() -> None:
     memory = int(args.memory_gib * (1 << 30))
     print(f"{'case':30} {'exit':>14} {'seconds':>8} {'peak MiB':>9}  last line")
     with tempfile.TemporaryDirectory() as scratch:
-        for n, (name, (command, files)) in enumerate(CASES.items()):
+        shutil.copytree(ROOT / "templates", Path(scratch) / "templates")
+        for n, (name, (command, changes, files)) in enumerate(CASES.items()):
             folder = Path(scratch) / f"case{n}"
-            folder.mkdir()
+            shutil.copytree(ROOT / "jobs", folder)
+            job = (folder / "payroll.yaml").read_text(encoding="utf-8")
+            for old, new in changes.items():
+                assert old in job, old
+                job = job.replace(old, new, 1)
+            (folder / "payroll.yaml").write_text(job, encoding="utf-8")
             for file, content in files.items():
                 (folder / file).write_text(content, encoding="utf-8")
-            arguments = [*command, "job.yaml"]
+            arguments = [*command, "payroll.yaml"]
             if command[0] == "run":
                 arguments += ["--state", "state/runner.sqlite"]
             code, seconds, peak, last = measure(args.python, arguments, folder,

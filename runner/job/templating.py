@@ -101,7 +101,6 @@ class ItemTemplate:
         self.problems: list[Problem] = []  # located in the job file
         self.columns: list[tuple[str, Location]] = []  # row columns named, and where
         self._blank = self.env.from_string("")
-        self._straight: set[int] = set()  # the templates without a loop (by id)
         context = {"vars": _Vars(job.vars), "job": {"name": job.name, "kind": job.kind}}
         self.env.start()
         self.defaults: dict[str, Any] = self._render_defaults(job.defaults, ("defaults",),
@@ -124,10 +123,6 @@ class ItemTemplate:
             self.problems.append((location, "extends, block, include and import are not "
                                   "available in job templates"))
             return None
-        if not any(True for _ in parsed.find_all((nodes.For, nodes.Macro, nodes.CallBlock))):
-            # Without a loop its output is bounded by its outputs (each weighed, and all
-            # counted, by the sandbox) and its text: joined without counting.
-            self._straight.add(id(template))
         called = {id(call.node) for call in parsed.find_all(nodes.Call)}
         refused: set[str] = set()
         for node in parsed.find_all((nodes.Getattr, nodes.Getitem)):
@@ -196,9 +191,8 @@ class ItemTemplate:
         concat: Callable[[Any], str] = self.env.concat
 
         def run(template: Template, location: Location) -> str | None:
-            join = "".join if id(template) in self._straight else concat
             try:
-                return join(template.root_render_func(context))
+                return concat(template.root_render_func(context))
             except Exception as exc:  # noqa: BLE001 - any failure is the row's problem
                 problems.append((location, _render_failure(exc)))
                 return None

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from runner.job.document import Location
-from runner.rules import TEXT_LIMITS, TEXT_MAX
+from runner.rules import text_limit
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAMES = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return", "\x00": "a NUL"}
@@ -25,8 +25,7 @@ _NAMES = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return", "\x00"
 
 def limit_of(location: Location) -> int:
     """The most characters the field at ``location`` takes (a list's texts: the list's)."""
-    field = next((part for part in reversed(location) if isinstance(part, str)), "")
-    return TEXT_LIMITS.get(field, TEXT_MAX)
+    return text_limit(next((part for part in reversed(location) if isinstance(part, str)), ""))
 
 
 def text_problem(text: str, limit: int) -> str | None:
