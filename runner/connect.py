@@ -4,7 +4,8 @@ else is used as it is. Only this module (and the command line) knows both the pr
 clients and the sandbox.
 
 The embedded sandbox keeps its state in ``<state dir>/sandbox.jsonl``, so the provider a
-resumed run talks to remembers what the killed run did, exactly as a real provider would.
+resumed run talks to remembers what the killed run did, exactly as a real provider would;
+the file is its owner's only, as the state database is (``runner.state.files``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
+from runner.state.files import PRIVATE_FILE, private_file, private_folder
+from runner.state.opening import state_error
 
 Client = TypeVar("Client", bound=ProviderClient)
 
@@ -60,14 +63,23 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
         return
     from runner.sandbox import SandboxConfig, start_in_thread
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    journal = state_dir / "sandbox.jsonl"
+    try:  # what the provider was asked, names and all: for the owner's eyes only
+        private_folder(state_dir)
+        private_file(journal)
+    except OSError as exc:
+        raise state_error(exc, str(journal), "the embedded sandbox's journal") from None
     config = SandboxConfig.embedded(
         api_key=job.provider.api_key.get_secret_value(),
         api_secret=job.provider.api_secret.get_secret_value(), header_brand=job.provider.brand,
-        state_file=state_dir / "sandbox.jsonl")
-    with start_in_thread(config) as sandbox:
-        provider = _clients(job, sandbox.url, pool)
-        try:
-            yield provider
-        finally:
-            provider.session.close()
+        state_file=journal)
+    try:
+        with start_in_thread(config) as sandbox:
+            provider = _clients(job, sandbox.url, pool)
+            try:
+                yield provider
+            finally:
+                provider.session.close()
+    finally:
+        if journal.exists():  # the sandbox rewrites it when it stops
+            journal.chmod(PRIVATE_FILE)

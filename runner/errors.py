@@ -9,9 +9,14 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── JobErrors                  exit 2; every problem found, one JobError a line
     ├── FieldProblem               a model validator's word on one field; a ValueError too,
     │                              so that pydantic reports it (and runner.job makes it a JobError)
-    ├── StateError                 the state database (bad schema, corrupt file)
+    ├── StateError                 the state says no (no such item to resolve ...)
     │   ├── LeaseHeld              exit 75; another run holds the job's lease
-    │   └── StateMissing           exit 2; a command that only reads was given no database
+    │   ├── StateMissing           exit 2; a command that only reads was given no database
+    │   ├── StateUnavailable       exit 75; the database stays locked, or its disk is full:
+    │   │                          try later
+    │   └── StateUnusable          exit 74; the database cannot be created, read or written
+    │                              (read-only, no permission, damaged, written by a newer
+    │                              runner, a table missing)
     ├── PlanRefused                exit 2; `runner apply` will not pay this plan (changed,
     │                              expired, a rate moved, four eyes): nothing was sent
     ├── SummaryError               exit 3; the summary could not be rendered, written or
@@ -144,7 +149,8 @@ class FieldProblem(RunnerError, ValueError):
 
 
 class StateError(RunnerError):
-    """The state database cannot be used as asked (lease held, bad schema, corrupt file)."""
+    """The state cannot do what was asked (an item to resolve is not there, or not in
+    doubt), or cannot be used at all (the subclasses)."""
 
 
 class LeaseHeld(StateError):
@@ -169,6 +175,21 @@ class PlanRefused(RunnerError):
     def __init__(self, reasons: Iterable[str]) -> None:
         self.reasons = list(reasons)
         super().__init__("the plan is refused: " + "; ".join(self.reasons))
+
+
+class StateUnavailable(StateError):
+    """The state database stayed locked by another process longer than runner waits, or its
+    disk is full: nothing is wrong with it, and a later run can go on (EX_TEMPFAIL)."""
+
+    exit_code = 75
+
+
+class StateUnusable(StateError):
+    """The state database cannot be created, read or written: a read-only folder or file
+    system, no permission, an I/O error, a file that is not runner's database or is damaged,
+    one written by a newer runner, or one missing a table. A person must look (EX_IOERR)."""
+
+    exit_code = 74
 
 
 class SummaryError(RunnerError):

@@ -42,6 +42,37 @@ ENUMS = {
 }
 
 
+# The longest text a field takes. The documents give no lengths ("size limits ... not shown"):
+# these are runner's, as README.md ("Limits") lists them. Identifiers by their standards (with
+# room for the spaces people type in them), names and references 100 characters, free text
+# 1,000, URLs 2,048, e-mail addresses 254 (RFC 5321), any other field 255.
+TEXT_MAX = 255
+NAME_MAX = 100
+TEXT_LIMITS: dict[str, int] = {
+    **dict.fromkeys(("msisdn", "phone_number", "home_phone", "mobile_phone", "holder_phone"),
+                    32),
+    "iban": 42, "swift_bic_code": 11, "bic": 11, "card_number": 23, "card_cvv": 4,
+    **dict.fromkeys(("email", "holder_email", "recipient_email", "Email"), 254),
+    **dict.fromkeys(("firstname", "lastname", "lastname2", "middlename", "nativename",
+                     "first_name", "last_name", "name", "label", "holder_name",
+                     "bank_account_holder_name", "account_holder_name", "card_holder_name",
+                     "company_name", "bank_name", "representative_name", "occupation",
+                     "city", "region", "province_state", "external_code", "id_number",
+                     "merchant_item_id", "Id", "MerchantId", "PaymentPageId"), NAME_MAX),
+    **dict.fromkeys(("custom_data", "searchable_custom_data_1", "searchable_custom_data_2",
+                     "additional_information_1", "additional_information_2",
+                     "additional_information_3"), 1_000),
+    **dict.fromkeys(("callback_url", "notification_url", "return_url", "aborted_url",
+                     "error_url", "url", "ReturnUrl", "AbortedUrl", "ErrorUrl",
+                     "ServerNotificationUrl"), 2_048),
+}
+
+
+def text_limit(field: str) -> int:
+    """The most characters the provider takes in a text field of that name."""
+    return TEXT_LIMITS.get(field, TEXT_MAX)
+
+
 def present(value: Any) -> bool:
     return value is not None and str(value).strip() != ""
 

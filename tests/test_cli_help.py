@@ -35,5 +35,7 @@ def test_top_level_help_lists_exit_codes() -> None:
                  "3   items handled, but the summary email could not be sent",
                  "4   the balances cannot cover what is to be paid: nothing was paid",
                  "5   status: no item failed, but some are still pending",
-                 "75  another run holds the job's lease"):
+                 "74  the state database cannot be used",
+                 "75  another run holds the job's lease",
+                 "130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM"):
         assert line in result.output

@@ -75,9 +75,11 @@ def test_csv_blank_rows_are_skipped_but_counted_and_crlf_is_fine() -> None:
 
 
 def test_a_quoted_cell_spanning_lines_is_one_row() -> None:
+    # One row, though two lines: the next is row 3. (A name is one line: refused.)
     csv = CSV.replace("Jo\n", '"Jo\nJunior"\n')
     assert results(files={"payroll.csv": csv}) == [
-        "2 ok payroll-2026-11-E1 12.50",
+        "payroll.csv:2: beneficiary.firstname: holds a line break (U+000A) at character 3; "
+        "fields are one line of text",
         "3 ok payroll-2026-11-E2 7",
     ]
 
@@ -178,13 +180,14 @@ def test_json_lines_rows_are_numbered_by_line() -> None:
 
 
 def test_json_lines_numbers_are_exact_decimals() -> None:
-    jsonl = ('{"employee_id": "E1", "net_pay": 0.30000000000000004, "msisdn": "1", '
+    # 17 significant digits: a binary float would make it 1000000000000000.
+    jsonl = ('{"employee_id": "E1", "net_pay": 999999999999999.99, "msisdn": "1", '
              '"first_name": "Jo"}\n')
     write(Path("."), JSONL_JOB, {"payroll.jsonl": jsonl})
     [result] = iter_items(load_job("job.yaml", {}))
     assert isinstance(result, ValidItem)
-    assert result.values["net_pay"] == Decimal("0.30000000000000004")
-    assert result.item.source.amount == Decimal("0.30000000000000004")  # type: ignore[union-attr]
+    assert result.values["net_pay"] == Decimal("999999999999999.99")
+    assert result.item.source.amount == Decimal("999999999999999.99")  # type: ignore[union-attr]
 
 
 def test_json_lines_with_a_bom_and_bad_bytes() -> None:

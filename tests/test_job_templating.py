@@ -199,8 +199,21 @@ def test_yaml_amounts_are_read_exactly() -> None:
         ("0", "must be greater than 0, got 0"),
         ("12,50", "not a decimal amount: '12,50'; use a point as the decimal separator"),
         ("abc", "not a decimal amount: 'abc'"),
-        ("NaN", "not a finite amount: 'NaN'"),
-        ("Infinity", "not a finite amount: 'Infinity'"),
+        ("NaN", "not a decimal amount: 'NaN'"),
+        ("Infinity", "not a decimal amount: 'Infinity'"),
+        # One grammar: ASCII digits, one point, nothing that Decimal() would also take.
+        ("1e3", "not a decimal amount: '1e3'; write the digits out, without an exponent"),
+        ("1_000.00", "not a decimal amount: '1_000.00'; write the digits without _, commas "
+                     "or spaces"),
+        ("1 000", "not a decimal amount: '1 000'; write the digits without _, commas or "
+                  "spaces"),
+        ("９７８.２６", "not a decimal amount: '９７８.２６'; write the digits as 0-9"),
+        ("٩٧٨.٢٦", "not a decimal amount: '٩٧٨.٢٦'; write the digits as 0-9"),
+        ("1.2.3", "not a decimal amount: '1.2.3'"),
+        ("1" * 31, "31 digits before the point; at most 15 are allowed"),
+        ("0.1234567", "7 digits after the point; at most 6 are allowed"),
+        ("x" * 60, "not a decimal amount: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (60 "
+                   "characters)"),
     ],
 )
 def test_bad_amounts(cell: str, message: str) -> None:
@@ -211,8 +224,23 @@ def test_bad_amounts(cell: str, message: str) -> None:
 def test_a_yaml_infinity_is_not_an_amount() -> None:
     job = replace(REMITTANCE, '{amount: "{{ row.net_pay }}"}', "{amount: .inf}")
     assert load_problems(job) == [
-        "job.yaml:16: items.template.source.amount: not a finite amount: Decimal('Infinity')"
+        "job.yaml:16: items.template.source.amount: not a decimal amount: '.inf'"
     ]
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("1_000.00", "not a decimal amount: '1_000.00'; write the digits without _, commas or "
+                 "spaces"),
+    ("1_000", "not a decimal amount: '1_000'; write the digits without _, commas or spaces"),
+    ("1.0e+3", "not a decimal amount: '1.0e+3'; write the digits out, without an exponent"),
+    ("0x10", "not a decimal amount: '0x10'"),
+    ("1234567890123456.5", "16 digits before the point; at most 15 are allowed"),
+    ("1234567890123456", "16 digits before the point; at most 15 are allowed"),
+    ("12345678901234567890123", "23 digits before the point; at most 15 are allowed"),
+])
+def test_yaml_numbers_are_read_from_their_text(written: str, message: str) -> None:
+    job = replace(REMITTANCE, '{amount: "{{ row.net_pay }}"}', f"{{amount: {written}}}")
+    assert load_problems(job) == [f"job.yaml:16: items.template.source.amount: {message}"]
 
 
 def test_wrong_constants_in_defaults_are_reported_once_at_load() -> None:
@@ -222,8 +250,8 @@ def test_wrong_constants_in_defaults_are_reported_once_at_load() -> None:
     job = replace(job, "{amount: \"{{ row.net_pay }}\"}",
                   "{amount: \"{{ row.net_pay }}\", amout: 3}")
     assert load_problems(job) == [
-        "job.yaml:7: defaults.payer_id: Input should be a valid integer, unable to parse string "
-        "as an integer, got 'one'",
+        "job.yaml:7: defaults.payer_id: not an id: 'one'; the provider's ids are whole numbers "
+        "(digits 0-9)",
         "job.yaml:8: defaults.mode: 'SOURCE_AMOUNTT' is not one of SOURCE_AMOUNT, "
         "DESTINATION_AMOUNT; did you mean 'SOURCE_AMOUNT'?",
         "job.yaml:11: defaults.sendr: unknown key; did you mean 'sender'?",

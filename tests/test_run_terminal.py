@@ -1,5 +1,6 @@
 """`runner run` as a person meets it: a real process, on a terminal (the plan and the question
-before money moves, the progress line) and stopped with Ctrl-C (SIGINT)."""
+before money moves, the progress line) and stopped with Ctrl-C (SIGINT), or by systemd or a
+container's time-out (SIGTERM), which it takes the same way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import Admin
 from engine_support import confirmed, items, posts, write_job
 
@@ -31,18 +33,23 @@ def wait_until(check: object, seconds: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-def test_ctrl_c_lets_calls_in_flight_finish_and_the_next_run_resumes(
-        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_lets_calls_in_flight_finish_and_the_next_run_resumes(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path, stop: signal.Signals,
+        code: int) -> None:
     adm.faults({"*": {"latency_ms": 20}})
     job = write_job(tmp_path, sb, ROWS, concurrency=2)
     process = subprocess.Popen(runner_command(job, state, "--yes"), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     wait_until(lambda: sum(posts(adm).values()) >= 6)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     out, err = process.communicate(timeout=30)
-    assert process.returncode == 1, err
+    assert process.returncode == code, err
     assert "interrupted; run again to resume" in err
     assert "Traceback" not in err
+    assert "items:" in out  # the closing lines, and the summary's files:
+    assert sorted(p.suffix for p in (tmp_path / "reports").iterdir()) == [".csv", ".html",
+                                                                          ".txt"]
     records = items(state)
     assert not [r for r in records.values() if r["intent"]], "a call was left unrecorded"
     assert len([r for r in records.values() if r["outcome"] == "settled"]) < 30

@@ -39,7 +39,12 @@ Exit codes:
   4   the balances cannot cover what is to be paid: nothing was paid (run, apply,
       confirm; plan and run --dry-run: a run would stop so)
   5   status: no item failed, but some are still pending or awaiting confirmation
-  75  another run holds the job's lease, or the provider is unreachable (try later)
+  74  the state database cannot be used: read-only, no permission, damaged, written
+      by a newer runner, a table missing (a person must look)
+  75  another run holds the job's lease, the provider is unreachable, or the state
+      database stays locked or its disk is full (try later)
+  130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM: the calls in flight finished and
+      were recorded, the summary was written; run again to resume
 """
 
 @click.group(help=HELP)

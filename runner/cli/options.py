@@ -16,6 +16,7 @@ import click
 from runner.errors import JobErrors, RunnerError
 
 F = TypeVar("F", bound=Callable[..., Any])
+INTERRUPTED = 128 + 2  # the shell's code for a process ended by SIGINT
 DEFAULT_STATE_DIR = Path("state")
 STATE_FILE = "runner.sqlite"
 
@@ -60,7 +61,10 @@ def reports_errors(f: F) -> F:
             click.echo(f"error: {error}", err=True)
             _trace(debug)
             sys.exit(error.exit_code)
-        except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
+        except KeyboardInterrupt:  # Ctrl-C before a run could stop gracefully: nothing sent
+            click.echo("interrupted", err=True)
+            sys.exit(INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception as error:  # noqa: BLE001 - the boundary: no traceback by default
             click.echo(f"internal error: {type(error).__name__}: {error}", err=True)

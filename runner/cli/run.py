@@ -23,6 +23,7 @@ from runner.cli.options import (
     state_path_of,
 )
 from runner.errors import RunnerError
+from runner.job.limits import CONCURRENCY_MAX
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
     from runner.engine.batch import RunResult
@@ -100,6 +101,7 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     from runner.connect import connect
     from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
+    from runner.state import hold_lease
     from runner.summary import check_summary, status_lines
 
     _logging(quiet, verbose)
@@ -114,13 +116,24 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
         options.ask = _ask
     if tty and not quiet:
         options.on_progress = _Bar().step
-    previous = signal.signal(signal.SIGINT, lambda *_: options.stop.set())
+    # Ctrl-C and SIGTERM (systemd, a container's time-out) alike: the calls in flight finish
+    # and are recorded, the summary is written, and the exit code says which (128 + signal).
+    stopped_by: list[int] = []
+
+    def stop(signum: int, _: Any) -> None:
+        stopped_by.append(signum)
+        options.stop.set()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with connect(loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
-                     ) as provider:
+        # The lease first: a second run is refused before the slow part of its start.
+        with hold_lease(state_path, loaded.name), connect(
+                loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
+        ) as provider:
             result = run_job(loaded, provider, options)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if tty and not quiet:
         click.echo("", err=True)
     if result.exit_code == 2 and result.report is not None:
@@ -130,7 +143,8 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
             click.echo(line)
     if result.message:
         click.echo(result.message, err=True)
-    sys.exit(_summarize(loaded, templates, state, result))
+    code = _summarize(loaded, templates, state, result)
+    sys.exit(128 + stopped_by[0] if stopped_by else code)
 
 
 def _summarize(loaded: Job, templates: Templates, state: Path | None, result: RunResult
@@ -176,8 +190,9 @@ class _Bar:
 def run_options(f: F) -> F:
     for decorator in reversed([
         state_option,
-        click.option("--concurrency", type=click.IntRange(min=1),
-                     help="Workers (default: the job's run.concurrency)."),
+        click.option("--concurrency", type=click.IntRange(min=1, max=CONCURRENCY_MAX),
+                     help=f"Workers: calls in flight at once (default: the job's "
+                          f"run.concurrency; at most {CONCURRENCY_MAX})."),
         click.option("--yes", is_flag=True, help="Do not ask before money moves."),
         click.option("--allow-partial", is_flag=True,
                      help="Confirm what the balance covers even when it cannot cover all."),
@@ -205,7 +220,8 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
     nobody is paid twice. Before the first POST the balances must cover what is to be paid
     (else nothing is sent: exit 4). On a terminal it shows the plan and asks first (--yes
-    skips). --quote and --format go with --dry-run.
+    skips). --quote and --format go with --dry-run. Ctrl-C or SIGTERM stops it: the calls in
+    flight finish and are recorded, the summary is written, and it exits 130 or 143.
 
     \b
     Example:

@@ -53,9 +53,9 @@ class AccountTransferItem(JobModel):
     label: str
     source_account_id: str
     target_account_id: str
-    type: str = Field(
-        default="ScheduledTransferOut", description="the only value the document shows"
-    )
+    type: Literal["ScheduledTransferOut"] = Field(
+        default="ScheduledTransferOut",
+        description="the only value the document shows, and the only one the provider takes")
     custom_data: Text = None
 
 
@@ -226,7 +226,9 @@ class Merchant(JobModel):
 
 class PayoutBankAccount(JobModel, rules.PayoutBankAccountFields):
     external_account_type: Literal["SAVINGS", "DEPOSIT", "CHECKING", "OTHERS"] | None = None
-    format: str = Field(description="kind of account number stored, e.g. IBAN")
+    format: Literal["IBAN"] = Field(
+        description="kind of account number stored: IBAN, the only value the document shows "
+        "and the provider takes")
 
 
 class Account(JobModel):

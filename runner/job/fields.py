@@ -4,20 +4,22 @@ Every model of a job file derives from ``JobModel``: unknown keys are errors (a 
 payment file must not be silently ignored), and numbers given where text is expected (a
 postal code, a phone number typed without quotes) are taken as their text.
 
-Amounts are ``Decimal`` end to end: the YAML loader reads ``12.50`` as ``Decimal("12.50")``
-(see ``document``), CSV cells are text, JSON Lines floats are parsed as ``Decimal``, and a
-binary ``float`` reaching an amount field is refused rather than rounded.
+Amounts are ``Decimal`` end to end, read from their text by one grammar wherever they come
+from (``runner.money.parse_amount``): the YAML loader reads ``12.50`` as ``Decimal("12.50")``
+(see ``document``), CSV cells are text, JSON Lines numbers are read from their text (see
+``rows``), and a binary ``float`` reaching an amount field is refused rather than rounded.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from runner.errors import FieldProblem
+from runner.money import check_digits, parse_amount
 
 
 class JobModel(BaseModel):
@@ -25,29 +27,19 @@ class JobModel(BaseModel):
 
 
 def exact_decimal(value: Any) -> Decimal:
-    """An exact, finite Decimal from text, an int or a Decimal; ValueError otherwise."""
+    """An exact, finite Decimal from text, an int or a Decimal, by the one grammar of amounts
+    (``runner.money.parse_amount``); ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError(f"not a decimal amount: {value!r}")
     if isinstance(value, float):
         # A float has already lost the exact value the person wrote.
         raise ValueError(f"amounts must be written exactly, not as a binary float: {value!r}")
     if isinstance(value, Decimal):
-        number = value
-    elif isinstance(value, int):
-        number = Decimal(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            number = Decimal(text)
-        except InvalidOperation:
-            hint = "; use a point as the decimal separator" if re.fullmatch(
-                r"[+-]?\d+,\d+", text) else ""
-            raise ValueError(f"not a decimal amount: {value!r}{hint}") from None
-    else:
-        raise ValueError(f"not a decimal amount: {value!r}")
-    if not number.is_finite():
-        raise ValueError(f"not a finite amount: {value!r}")
-    return number
+        return check_digits(value)
+    if isinstance(value, int | str):
+        # An int comes from YAML or JSON, with at most 18 digits (more stay text there).
+        return parse_amount(str(value))
+    raise ValueError(f"not a decimal amount: {value!r}")
 
 
 def _amount(value: Any) -> Decimal:
@@ -64,8 +56,9 @@ def _non_negative(value: Any) -> Decimal:
     return number
 
 
+_DECIMAL_TEXT = r"^[ \t]*[+-]?([0-9]{1,15}(\.[0-9]{0,6})?|\.[0-9]{1,6})[ \t]*$"
 _DECIMAL_SCHEMA: dict[str, Any] = {
-    "anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*[+-]?\d+(\.\d+)?\s*$"}]
+    "anyOf": [{"type": "number"}, {"type": "string", "pattern": _DECIMAL_TEXT}]
 }
 
 #: An amount of money: an exact, finite decimal greater than zero.
@@ -81,7 +74,7 @@ Rate = Annotated[
     Field(json_schema_extra=_DECIMAL_SCHEMA, description="exact decimal, not negative"),
 ]
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
+_DURATION = re.compile(r"([0-9]{1,9}(?:\.[0-9]{1,6})?)[ \t]*(ms|s|m|h|d)?")
 _UNIT_SECONDS: dict[str | None, Decimal] = {
     "ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600),
     "d": Decimal(86400), None: Decimal(1),
@@ -115,12 +108,23 @@ Duration = Annotated[
         json_schema_extra={
             "anyOf": [
                 {"type": "integer", "minimum": 0},
-                {"type": "string", "pattern": r"^\d+(\.\d+)?\s*(ms|s|m|h|d)?$"},
+                {"type": "string", "pattern": r"^[0-9]{1,9}(\.[0-9]{1,6})?[ \t]*(ms|s|m|h|d)?$"},
             ]
         },
         description="seconds; or a number with a unit: ms, s, m, h, d (e.g. 5m)",
     ),
 ]
+
+def _whole_number(value: Any) -> Any:
+    if isinstance(value, str) and not re.fullmatch(r"[ \t]*[0-9]{1,16}[ \t]*", value):
+        raise ValueError(f"not an id: {value[:40]!r}; the provider's ids are whole numbers "
+                         "(digits 0-9)")
+    return value
+
+
+#: An id the provider gives as an integer (a payer's, a payment method's): it goes into URL
+#: paths, so only digits, and no more than a JSON number holds exactly.
+ProviderId = Annotated[int, BeforeValidator(_whole_number), Field(ge=1, le=2**53 - 1)]
 
 #: Optional text, as the documents give most request fields.
 Text = str | None

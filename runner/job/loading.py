@@ -21,6 +21,7 @@ row 1, the first data row is row 2), and FIELD is the path inside the item
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +34,12 @@ from runner.errors import JobError, JobErrors
 from runner.job.document import Location, dotted, line_at, read_document
 from runner.job.env import substitute
 from runner.job.fields import JobModel
+from runner.job.limits import JOB_FILE_BYTES_MAX
 from runner.job.model import Job
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.templating import ItemTemplate, merge
+from runner.job.text import text_problems
 from runner.kinds import kinds
 
 
@@ -74,12 +77,7 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
     ``environ`` fills ``${VAR}`` references (default: ``os.environ``).
     """
     file = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise JobErrors([JobError(file, None, None, "no such job file")]) from None
-    except OSError as exc:
-        raise JobErrors([JobError(file, None, None, f"cannot read: {exc.strerror}")]) from None
+    raw = _read_job_file(file)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -107,6 +105,31 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
     return job
 
 
+def _read_job_file(file: str) -> bytes:
+    """The job file's bytes: a regular file (a FIFO or a device would never end), and no
+    larger than ``JOB_FILE_BYTES_MAX``."""
+    def refused(message: str) -> JobErrors:
+        return JobErrors([JobError(file, None, None, message)])
+
+    try:
+        descriptor = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise refused("no such job file") from None
+    except (OSError, ValueError) as exc:
+        raise refused(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise refused("not a regular file")
+        try:
+            raw = stream.read(JOB_FILE_BYTES_MAX + 1)
+        except OSError as exc:
+            raise refused(f"cannot read: {exc.strerror}") from None
+    if len(raw) > JOB_FILE_BYTES_MAX:
+        raise refused(f"larger than {JOB_FILE_BYTES_MAX:,} bytes; put rows in a CSV or JSON "
+                      "Lines file (items.from)")
+    return raw
+
+
 def iter_items(job: Job) -> Iterator[ItemResult]:
     """Each row of ``job`` as a ``ValidItem`` or an ``InvalidItem``, in file order."""
     template = ItemTemplate(job)
@@ -121,6 +144,9 @@ def iter_items(job: Job) -> Iterator[ItemResult]:
                 yield InvalidItem(source.name, number, None, [values])
                 continue
             external_id, item, problems = template.render(values)
+            if template.over_time:  # as slow on every row: the job's templates are at fault
+                raise JobErrors([JobError(source.name, number, dotted(location), message)
+                                 for location, message in problems])
             typed = None
             try:
                 typed = model.model_validate(item)
@@ -199,6 +225,7 @@ def _shape_problems(job: Job, template: ItemTemplate) -> list[JobError]:
 
     # Defaults that failed to render are still Jinja text: placeholders too.
     sample = placeholders(merge(template.defaults, job.items.template))
+    problems = text_problems(sample, skip=_PLACEHOLDER)
     try:
         job.item_model.model_validate(sample)
     except ValidationError as exc:
@@ -206,10 +233,11 @@ def _shape_problems(job: Job, template: ItemTemplate) -> list[JobError]:
             return error["type"] in ("missing", "extra_forbidden") or not _holds_placeholder(
                 error["input"])
 
-        problems = [(_origin(job, location), _item_message(location, message))
-                    for location, message in explain(exc, job.item_model, keep=static)]
-        return _at_job(job, problems)
-    return []
+        told = [location for location, _ in problems]
+        problems += [(location, _item_message(location, message))
+                     for location, message in explain(exc, job.item_model, keep=static)
+                     if location not in told]
+    return _at_job(job, [(_origin(job, location), message) for location, message in problems])
 
 
 def _item_message(location: Location, message: str) -> str:

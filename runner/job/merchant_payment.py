@@ -4,7 +4,8 @@
 A merchant payment item is one quotation and one payment; the document shows the payment
 request in two forms, and runner writes the one of its example (``consumer`` and
 ``purpose_of_payment``), which matches the debit party verification call. The enumerations
-the document lists (gender, ID type, source of funds, account type) are checked here.
+the document lists (gender, ID type, source of funds, account type, purpose of payment) are
+checked here.
 
 A legacy Pay item is one call of the single-call webservice, in the document's own field
 names. ``format`` (json or xml) picks the body's form; it belongs to the item so that
@@ -22,7 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from runner import rules
 from runner.errors import FieldProblem
 from runner.job import fields
-from runner.job.fields import Amount, JobModel, Text, require_amount
+from runner.job.fields import Amount, JobModel, ProviderId, Text, require_amount
 from runner.job.money_transfer import Party
 
 Gender = Literal["MALE", "FEMALE"]
@@ -57,13 +58,14 @@ class Consumer(Party, rules.ConsumerFields):
 class MerchantPaymentItem(JobModel):
     """A quotation (payment method, mode, amounts) and the payment created from it."""
 
-    payment_method_id: int
+    payment_method_id: ProviderId
     mode: Literal["PAYMENT_AMOUNT", "COLLECTION_AMOUNT"]
     payment: PaymentAmount
     collection: CollectionAmount
     debit_party_identifier: DebitPartyIdentifier
     consumer: Consumer
-    purpose_of_payment: Text = None
+    purpose_of_payment: Literal["OTHER"] | None = Field(
+        default=None, description="the document's one value")
     callback_url: Text = None
     external_code: Text = None
     additional_information_1: Text = None

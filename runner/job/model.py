@@ -10,16 +10,18 @@ Schema for editors.
 from __future__ import annotations
 
 import ipaddress
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from runner.errors import FieldProblem
 from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, JobModel, parse_duration
+from runner.job.limits import CONCURRENCY_MAX
 from runner.kinds import kinds
 
 
@@ -29,6 +31,38 @@ def _kinds_enum(schema: dict[str, Any]) -> None:
 
 # Job names go into every external_id, which the provider puts in URL paths (ext-...).
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(value: str) -> str:
+    control = _CONTROL.search(value)
+    if control is not None:
+        raise ValueError(f"holds a control character (U+{ord(control[0]):04X}) at character "
+                         f"{control.start() + 1}; write it on one line")
+    return value
+
+
+#: Text on one line: a path, a host, a URL (control characters refused).
+Line = Annotated[str, AfterValidator(_one_line)]
+
+
+def _at_most(most: str) -> AfterValidator:
+    """The longest a duration may be (a longer one is a typo, or would never end)."""
+    limit = parse_duration(most)
+
+    def check(value: Decimal) -> Decimal:
+        if value > limit:
+            raise ValueError(f"at most {most}, got {value:f} s")
+        return value
+
+    return AfterValidator(check)
+
+
+Timeout = Annotated[Duration, _at_most("10m")]
+Wait = Annotated[Duration, _at_most("1d")]
+LongWait = Annotated[Duration, _at_most("7d")]
 
 
 def _is_loopback(host: str) -> bool:
@@ -53,25 +87,40 @@ class Provider(JobModel):
         default="Svc", pattern=r"^[A-Za-z0-9]+$",
         description="brand part of the digest headers: X-<brand>-apikey, ...",
     )
-    timeout: Duration = Field(default=parse_duration("30s"), description="per HTTP request")
+    timeout: Timeout = Field(default=parse_duration("30s"),
+                             description="per HTTP request; at most 10m")
 
     @field_validator("base_url")
     @classmethod
     def _sandbox_or_url(cls, value: str) -> str:
         if value == "sandbox":
             return value
+        _one_line(value)
         url = urlsplit(value)
+        if "@" in url.netloc:  # never repeated: it may hold a password
+            raise ValueError("credentials do not belong in base_url: give them as "
+                             "provider.api_key and provider.api_secret, from the environment "
+                             "(api_key: ${RUNNER_API_KEY})")
         if url.scheme == "https" and url.hostname:
             return value.rstrip("/")
         if url.scheme == "http" and url.hostname and _is_loopback(url.hostname):
             return value.rstrip("/")
         raise ValueError(
-            f"{value!r} is not 'sandbox', an https URL, or an http URL on this machine"
+            f"{value[:100]!r} is not 'sandbox', an https URL, or an http URL on this machine"
         )
+
+    @model_validator(mode="after")
+    def _credentials_on_one_line(self) -> Self:
+        for name in ("api_key", "api_secret"):
+            if _CONTROL.search(getattr(self, name).get_secret_value()):
+                # Never shown: a header would carry it, and a person would not see it.
+                raise FieldProblem(name, "holds a control character (a line break?); check "
+                                   "where it comes from")
+        return self
 
 
 class Items(JobModel):
-    from_: str | None = Field(
+    from_: Line | None = Field(
         default=None, alias="from",
         description="CSV (.csv) or JSON Lines (.jsonl, .ndjson) file, relative to the job file",
     )
@@ -111,18 +160,23 @@ def _rows_format(path: str) -> Literal["csv", "jsonl"] | None:
 
 
 class Retry(JobModel):
-    attempts: int = Field(default=6, ge=1)
-    max_wait: Duration = Field(default=parse_duration("60s"))
+    attempts: int = Field(default=6, ge=1, le=100)
+    max_wait: Wait = Field(default=parse_duration("60s"),
+                           description="the longest wait between two attempts; at most 1d")
 
 
 class Run(JobModel):
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=CONCURRENCY_MAX,
+                             description="workers: calls in flight at once")
     confirm: bool = True
-    wait_for_final: Duration = Field(default=parse_duration("5m"))
+    wait_for_final: LongWait = Field(
+        default=parse_duration("5m"), description="how long to follow confirmed items to their "
+        "final status; at most 7d")
     retry: Retry = Field(default_factory=Retry)
     on_invalid: Literal["stop", "skip"] = "stop"
     rate_limit: Decimal | None = Field(
-        default=None, gt=0, description="at most this many provider requests per second")
+        default=None, ge=Decimal("0.01"), le=10_000,
+        description="at most this many provider requests per second")
     plan_valid_for: Duration = Field(
         default=parse_duration("24h"),
         description="how long a plan file (`runner plan -o`) may be applied after it was made")
@@ -136,7 +190,8 @@ class Run(JobModel):
 
 
 # Enough to catch a name in the wrong field; the mail server is the judge of the rest.
-EmailAddress = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]
+EmailAddress = Annotated[str, Field(pattern=r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$",
+                                    max_length=254)]
 
 
 class Smtp(JobModel):
@@ -144,7 +199,7 @@ class Smtp(JobModel):
     only (a local mail transfer agent), so neither a login nor the summary crosses a network
     in the clear."""
 
-    host: str = Field(min_length=1)
+    host: Line = Field(min_length=1)
     port: int = Field(default=587, ge=1, le=65535,
                       description="587 for STARTTLS, 465 for implicit TLS, 25 for plain SMTP")
     starttls: bool | None = Field(
@@ -152,13 +207,14 @@ class Smtp(JobModel):
         "unless implicit_tls)")
     implicit_tls: bool = Field(default=False,
                                description="TLS from the first byte (SMTPS, usually port 465)")
-    ca_file: str | None = Field(
+    ca_file: Line | None = Field(
         default=None, description="PEM file of the authorities trusted for the server's "
         "certificate, relative to the job file (default: the system's, or $SSL_CERT_FILE)")
-    username: str | None = Field(default=None, description="login; absent or empty: none")
+    username: Line | None = Field(default=None, description="login; absent or empty: none")
     password: SecretStr | None = Field(default=None, description="from the environment: "
                                        '"${SMTP_PASSWORD}"')
-    timeout: Duration = Field(default=parse_duration("30s"), description="per SMTP command")
+    timeout: Timeout = Field(default=parse_duration("30s"),
+                             description="per SMTP command; at most 10m")
 
     @property
     def tls(self) -> Literal["starttls", "implicit", "none"]:
@@ -192,7 +248,7 @@ class Email(JobModel):
 
 
 class Summary(JobModel):
-    template: str | None = Field(
+    template: Line | None = Field(
         default=None, description="a .html.j2 or .txt.j2 Jinja template, relative to the job "
         "file; its sibling of the other kind is used when there is one, and the built-in "
         "templates for what is missing")

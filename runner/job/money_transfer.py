@@ -14,7 +14,7 @@ from typing import Literal, Self
 from pydantic import model_validator
 
 from runner import rules
-from runner.job.fields import Amount, JobModel, Rate, Text, require_amount
+from runner.job.fields import Amount, JobModel, ProviderId, Rate, Text, require_amount
 
 
 class Source(JobModel, rules.CountryAmountFields):
@@ -44,7 +44,7 @@ class Beneficiary(Party, rules.BeneficiaryFields):
 class RemittanceItem(JobModel):
     """A quotation (payer, mode, amounts) and the transaction created from it."""
 
-    payer_id: int
+    payer_id: ProviderId
     mode: Literal["SOURCE_AMOUNT", "DESTINATION_AMOUNT"]
     source: Source
     destination: Destination

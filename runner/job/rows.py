@@ -9,20 +9,26 @@ a person uses to find it, which is what every message about the row shows:
 - inline ``rows:``: the line of the job file where the row starts.
 
 Files are UTF-8; a byte-order mark (as Excel writes) is tolerated. Bytes that are not UTF-8
-make that row an error naming the row, and reading goes on with the next one.
+make that row an error naming the row, and reading goes on with the next one; so does a line
+longer than ``limits.ROW_LINE_BYTES_MAX`` (skipped without being held in memory) and a JSON
+Lines row nested deeper than ``limits.NESTING_MAX``. JSON numbers are read from their text,
+as YAML's are: a decimal that the grammar of amounts (``runner.money.parse_amount``) takes is
+a ``Decimal``, any other (``1e400``, 40 digits) stays text, for the field to judge.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from runner.errors import JobError
+from runner.job.limits import NESTING_MAX, ROW_LINE_BYTES_MAX, too_deep
+from runner.money import parse_amount
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -108,7 +114,10 @@ class RowsFile:
 
     def _jsonl(self) -> Iterator[RowRead]:
         with self.path.open("rb") as stream:
-            for number, raw in enumerate(stream, start=1):
+            for number, raw in enumerate(_bounded_lines(stream), start=1):
+                if raw is None:
+                    yield number, JobError(self.name, number, None, _TOO_LONG)
+                    continue
                 if number == 1 and raw.startswith(_BOM):
                     raw = raw[len(_BOM):]
                 try:
@@ -118,17 +127,22 @@ class RowsFile:
                     continue
                 if not text.strip():
                     continue
-                try:
-                    value = json.loads(text.rstrip("\r\n"), parse_float=Decimal)
-                except json.JSONDecodeError as exc:
-                    yield number, JobError(self.name, number, None,
-                                           f"invalid JSON at column {exc.colno}: {exc.msg}")
-                    continue
-                if not isinstance(value, dict):
-                    yield number, JobError(self.name, number, None,
-                                           "a row must be a JSON object ({...})")
-                    continue
-                yield number, RowValues(value)
+                yield number, self._json_row(number, text)
+
+    def _json_row(self, number: int, text: str) -> RowValues | JobError:
+        try:
+            value = json.loads(text.rstrip("\r\n"), parse_float=_json_decimal,
+                               parse_int=_json_integer)
+        except json.JSONDecodeError as exc:
+            return JobError(self.name, number, None,
+                            f"invalid JSON at column {exc.colno}: {exc.msg}")
+        except RecursionError:
+            return JobError(self.name, number, None, _TOO_DEEP)
+        if too_deep(value):
+            return JobError(self.name, number, None, _TOO_DEEP)
+        if not isinstance(value, dict):
+            return JobError(self.name, number, None, "a row must be a JSON object ({...})")
+        return RowValues(value)
 
 
 @dataclass(frozen=True)
@@ -152,12 +166,13 @@ class _Utf8Lines:
     """Lines of a binary stream as text, for ``csv.reader``.
 
     Decoding line by line (not through a text wrapper, which decodes ahead in blocks) lets a
-    bad byte be pinned to its row; such a line is passed on with replacement characters and
-    ``problem`` is set for the reader's caller to turn that row into an error.
+    bad byte be pinned to its row; such a line is passed on with replacement characters (a
+    line too long, as an empty line) and ``problem`` is set for the reader's caller to turn
+    that row into an error.
     """
 
-    def __init__(self, stream: Iterable[bytes]) -> None:
-        self._lines = iter(stream)
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._lines = _bounded_lines(stream)
         self._first = True
         self.problem: str | None = None
 
@@ -166,6 +181,9 @@ class _Utf8Lines:
 
     def __next__(self) -> str:
         raw = next(self._lines)
+        if raw is None:
+            self.problem = self.problem or _TOO_LONG
+            return "\n"
         if self._first:
             self._first = False
             if raw.startswith(_BOM):
@@ -175,6 +193,33 @@ class _Utf8Lines:
         except UnicodeDecodeError as exc:
             self.problem = self.problem or _not_utf8(raw, exc)
             return raw.decode("utf-8", errors="replace")
+
+
+_TOO_DEEP = f"objects and arrays nested more than {NESTING_MAX} deep"
+_TOO_LONG = f"the line is longer than {ROW_LINE_BYTES_MAX:,} bytes; it was skipped"
+
+
+def _bounded_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
+    """The lines of ``stream``, each at most ``ROW_LINE_BYTES_MAX`` bytes (newline included);
+    None for a longer one, which is read past without being kept."""
+    while line := stream.readline(ROW_LINE_BYTES_MAX + 1):
+        if len(line) <= ROW_LINE_BYTES_MAX:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(ROW_LINE_BYTES_MAX)
+        yield None
+
+
+def _json_decimal(text: str) -> Decimal | str:
+    try:
+        return parse_amount(text)
+    except ValueError:
+        return text
+
+
+def _json_integer(text: str) -> int | str:
+    return int(text) if len(text) <= 18 else text
 
 
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:

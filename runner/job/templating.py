@@ -12,9 +12,13 @@ Rules, each there for a payment file:
   (``{{ ''.__class__ }}`` is refused), and ``random``/``lipsum`` are removed, so the same
   row always gives the same item and the same external_id. ``float`` gives an exact
   decimal, like the added ``decimal`` filter: amounts never pass through binary floats.
+- The sandbox has budgets (``runner.job.budget``): an item's templates render within a time
+  and a size; a template over its time on one row is refused for the whole job.
 - Undefined is strict: a missing column is an error naming the column, never "".
 - A value that renders empty (an empty CSV cell, a JSON null) is left out of the item, so
   the default applies, or the field is reported missing if it is required.
+- What renders is text for one field: a control character, or more characters than the
+  field takes, is a problem of the row (``runner.job.text``).
 - ``defaults`` are rendered once, with ``vars`` and ``job`` only.
 """
 
@@ -27,12 +31,13 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, nodes
 from jinja2.exceptions import SecurityError, UndefinedError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from runner.job.budget import BudgetedSandbox
 from runner.job.document import Location
 from runner.job.fields import exact_decimal
 from runner.job.model import Job
 from runner.job.rows import RowValues
+from runner.job.text import limit_of, text_problem
 
 #: A problem found while rendering: where (inside the item, or inside the job file) and what.
 Problem = tuple[Location, str]
@@ -66,9 +71,9 @@ def _finalize(value: Any) -> Any:
     return "" if value is None else value
 
 
-def sandbox() -> ImmutableSandboxedEnvironment:
+def sandbox() -> BudgetedSandbox:
     """The only Jinja environment job files are rendered in."""
-    env = ImmutableSandboxedEnvironment(undefined=_Missing, finalize=_finalize, autoescape=False)
+    env = BudgetedSandbox(undefined=_Missing, finalize=_finalize, autoescape=False)
     env.globals.pop("lipsum", None)
     env.filters.pop("random", None)
     env.filters["decimal"] = exact_decimal
@@ -80,6 +85,7 @@ def sandbox() -> ImmutableSandboxedEnvironment:
 class _Leaf:
     template: Template
     location: Location  # inside the item
+    limit: int  # the most characters its field takes
 
 
 class ItemTemplate:
@@ -96,6 +102,7 @@ class ItemTemplate:
         self.columns: list[tuple[str, Location]] = []  # row columns named, and where
         self._blank = self.env.from_string("")
         context = {"vars": _Vars(job.vars), "job": {"name": job.name, "kind": job.kind}}
+        self.env.start()
         self.defaults: dict[str, Any] = self._render_defaults(job.defaults, ("defaults",),
                                                               context)
         self._globals = {**context, "defaults": self.defaults}
@@ -141,7 +148,8 @@ class ItemTemplate:
             return [self._compile_tree(v, (*location, i)) for i, v in enumerate(value)]
         if isinstance(value, str) and _is_template(value):
             template = self._compile(value, location)
-            return None if template is None else _Leaf(template, location[2:])
+            return None if template is None else _Leaf(template, location[2:],
+                                                       limit_of(location))
         return value
 
     def _render_defaults(self, value: Any, location: Location, context: dict[str, Any]) -> Any:
@@ -162,6 +170,12 @@ class ItemTemplate:
         return value
 
     # ---------------------------------------------------------------- rendering
+    @property
+    def over_time(self) -> bool:
+        """The last item took longer than its budget: the templates, not the row, are at
+        fault."""
+        return self.env.over_time
+
     def render(self, row: RowValues) -> tuple[str | None, dict[str, Any], list[Problem]]:
         """The row's external_id and merged item (unchecked), and the problems rendering it.
 
@@ -172,6 +186,7 @@ class ItemTemplate:
         # top-level {% set %} is thus seen by the row's later fields; it never leaks to the
         # next row.)
         context = self._blank.new_context({**self._globals, "row": row})
+        self.env.start()
         problems: list[Problem] = []
         concat: Callable[[Any], str] = self.env.concat
 
@@ -195,7 +210,12 @@ class ItemTemplate:
         def fill(value: Any) -> Any:
             if isinstance(value, _Leaf):
                 text = run(value.template, value.location)
-                return _ABSENT if text is None or text == "" else text
+                if not text:
+                    return _ABSENT
+                problem = text_problem(text, value.limit)
+                if problem is not None:
+                    problems.append((value.location, problem))
+                return text
             if isinstance(value, dict):
                 filled = {k: fill(v) for k, v in value.items()}
                 return {k: v for k, v in filled.items() if v is not _ABSENT}

@@ -8,6 +8,8 @@ file. ``open_store`` picks the backend for a location (``empty_store``: nothing,
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from runner.errors import StateMissing
@@ -34,6 +36,14 @@ def empty_store() -> StateStore:
     return SqliteStore(None)
 
 
+@contextlib.contextmanager
+def hold_lease(location: Path, job_name: str) -> Iterator[None]:
+    """The job's lease at ``location``, held from now until the end of the block (see
+    ``StateStore.hold_lease``); LeaseHeld when another live run has it."""
+    with open_store(location) as store, store.hold_lease(job_name):
+        yield
+
+
 __all__ = [
     "LEASE_TTL",
     "Approval",
@@ -45,6 +55,7 @@ __all__ = [
     "StateStore",
     "derived_ref",
     "empty_store",
+    "hold_lease",
     "now_iso",
     "open_store",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -35,10 +36,13 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from runner.errors import LeaseHeld, StateError
+from runner.state.files import private_file, private_folder
 from runner.state.history import Approval, RetryRecord
+from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
+log = logging.getLogger("runner")
 migrations = Migrations("runner")
 # Exact amounts are stored as their text.
 sqlite3.register_adapter(Decimal, str)
@@ -100,30 +104,58 @@ def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, lis
             [*values.values(), external_id])
 
 
+# How long a write waits for another process's write to end. A run's own writes are short;
+# a second run refused by the lease waits for none of this (``hold_lease``).
+LOCK_WAIT = 10.0
+
+
 class SqliteStore(StateStore):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:
         """The database at ``path``; None: an empty one in memory."""
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn = sqlite3.connect(path or ":memory:", check_same_thread=False,
-                                   isolation_level=None, timeout=10)
-            self.db = Database(conn)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            migrations.apply(self.db)
-        except sqlite3.DatabaseError as exc:
-            raise StateError(f"{path}: cannot use the state database: {exc}") from None
         self.path = path
         self.location = str(path or "(no state yet)")
         self.lock = threading.RLock()
         self.host = socket.gethostname()
+        try:
+            if path is not None:
+                private_folder(path.parent)
+                private_file(path)  # SQLite gives its WAL and shared-memory files its mode
+            conn = sqlite3.connect(path or ":memory:", check_same_thread=False,
+                                   isolation_level=None, timeout=LOCK_WAIT)
+        except (OSError, sqlite3.Error) as exc:
+            raise state_error(exc, self.location) from exc
+        self.db = Database(conn)
+        try:
+            with self._translated():
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                check_migrations(conn, migrations, self.location)  # before changing anything
+                if migrations.pending(self.db):
+                    # The write lock first: a second process opening a new database waits
+                    # for it instead of failing on a stale read.
+                    with self._transaction("BEGIN IMMEDIATE"):
+                        migrations.apply(self.db)
+                check_tables(conn, migrations, self.location)
+        except BaseException:
+            conn.close()
+            raise
 
     def close(self) -> None:
         with self.lock:
             self.db.conn.close()
+
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        """SQLite's failures (locked, disk full, read-only ...) as one clear StateError;
+        errors of runner's own making (a constraint, a wrong statement) stay as they are."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if type(exc) not in (sqlite3.DatabaseError, sqlite3.OperationalError):
+                raise
+            raise state_error(exc, self.location) from exc
 
     @contextlib.contextmanager
     def _transaction(self, begin: str = "BEGIN") -> Iterator[sqlite3.Connection]:
@@ -132,13 +164,14 @@ class SqliteStore(StateStore):
         Plain prepared SQL: these writes are on every call's path, where sqlite-utils'
         introspection costs ten times the write itself."""
         conn = self.db.conn
-        with self.lock:
+        with self.lock, self._translated():
             conn.execute(begin)
             try:
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a full disk may have rolled it back already
+                    conn.execute("ROLLBACK")
                 raise
 
     def _run(self, *statements: Any) -> int:
@@ -152,7 +185,7 @@ class SqliteStore(StateStore):
         return int(first or 0)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self.lock:
+        with self.lock, self._translated():
             cursor = self.db.conn.execute(sql, params)
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -206,10 +239,15 @@ class SqliteStore(StateStore):
         token = uuid.uuid4().hex
         with self._transaction("BEGIN IMMEDIATE") as conn:
             rows = self._rows("SELECT * FROM leases WHERE job_name = ?", [job_name])
+            if rows and rows[0]["token"] in self.held_here:  # taken ahead, for this run
+                conn.execute("UPDATE leases SET run_id = ?, heartbeat_at = ? "
+                             "WHERE job_name = ?", [run_id, time.time(), job_name])
+                return str(rows[0]["token"])
             if rows and self._alive(rows[0]):
                 held = rows[0]
+                run = f" (run {held['run_id']})" if held["run_id"] else " (starting)"
                 raise LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
-                                f"{held['host']} (run {held['run_id']}); try later")
+                                f"{held['host']}{run}; try later")
             conn.execute("INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, "
                          "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)",
                          [job_name, run_id, self.host, os.getpid(), token, time.time()])
@@ -228,8 +266,11 @@ class SqliteStore(StateStore):
         return True
 
     def heartbeat(self, job_name: str, token: str) -> None:
-        self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
-                  [time.time(), job_name, token])
+        try:
+            self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
+                      [time.time(), job_name, token])
+        except StateError as exc:  # the run's next write meets it, and says so
+            log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
 
     def release_lease(self, job_name: str, token: str) -> None:
         self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token])
@@ -245,7 +286,7 @@ class SqliteStore(StateStore):
 
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        with self.lock:
+        with self.lock, self._translated():
             for start in range(0, len(external_ids), 500):
                 chunk = list(external_ids[start:start + 500])
                 found.update(self.db.conn.execute(

@@ -12,10 +12,12 @@ survives the process being killed.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 from runner.errors import StateError
 from runner.state.history import Approval, RetryRecord
@@ -34,6 +36,9 @@ class StateStore(ABC):
     """Thread-safe: the engine's workers share one store."""
 
     location: str  # where the state is, for messages (a path, or a URL without password)
+    #: The leases this process took ahead of its run (``hold_lease``): its run takes them
+    #: over (``acquire_lease``) instead of being refused by them.
+    held_here: ClassVar[set[str]] = set()
 
     def __enter__(self) -> StateStore:
         return self
@@ -73,7 +78,32 @@ class StateStore(ABC):
         """Take the job's lease (a token), or raise LeaseHeld when a live run has it."""
 
     @abstractmethod
-    def heartbeat(self, job_name: str, token: str) -> None: ...
+    def heartbeat(self, job_name: str, token: str) -> None:
+        """Refresh the lease; best effort, from a thread of its own: a failure is logged,
+        never raised (the run's next write meets the same fault and ends the run)."""
+
+    @contextlib.contextmanager
+    def hold_lease(self, job_name: str) -> Iterator[None]:
+        """The job's lease, taken now and kept fresh until the run takes it over: so that a
+        second run, started while this one starts (the embedded sandbox, the job's checks),
+        is refused at once (LeaseHeld) rather than after its own start."""
+        token = self.acquire_lease(job_name, 0)
+        StateStore.held_here.add(token)
+        stop = threading.Event()
+
+        def keep_fresh() -> None:
+            while not stop.wait(LEASE_TTL / 3):
+                self.heartbeat(job_name, token)
+
+        fresh = threading.Thread(target=keep_fresh, daemon=True, name="lease-hold")
+        fresh.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            fresh.join()
+            StateStore.held_here.discard(token)
+            self.release_lease(job_name, token)
 
     @abstractmethod
     def release_lease(self, job_name: str, token: str) -> None: ...

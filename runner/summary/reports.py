@@ -17,6 +17,7 @@ from pathlib import Path
 from runner.errors import EmailNotSent, StateError, SummaryError
 from runner.job import Job
 from runner.state import StateStore, open_store
+from runner.state.files import private_folder, write_private
 from runner.summary.items_csv import items_csv
 from runner.summary.mail import compose, send, should_send
 from runner.summary.model import Summary, build_summary
@@ -84,16 +85,16 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path) -> 
     """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
     template), then emailed when the job asks; an email failure is logged and returned."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)  # beneficiaries' names and amounts: for the owner's eyes
         base = report_base(summary, folder)
         csv_path = base.with_name(base.name + ".csv")
         csv = items_csv(summary)
-        csv_path.write_text(csv, encoding="utf-8", newline="")
+        write_private(csv_path, csv)
         rendered = render_all(summary, templates, csv_path, csv)
         files = [csv_path]
         for suffix, content in ((".txt", rendered.text), (".html", rendered.html)):
             path = base.with_name(base.name + suffix)
-            path.write_text(content, encoding="utf-8")
+            write_private(path, content)
             files.append(path)
     except OSError as exc:
         raise SummaryError(f"cannot write the summary under {folder}: {exc}") from None

@@ -11,6 +11,7 @@ The collection service (document 1) and the legacy Pay take Basic authentication
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,7 +50,7 @@ class ProviderMiddleware:
                              group: str) -> None:
         latency, kind = self.faults.decide(group)
         if latency:
-            await asyncio.sleep(latency)
+            await _pause(latency)
         dialect = dialect_of(self.dialects, path)
         content_type = next((v.decode("latin-1") for k, v in scope["headers"]
                              if k.lower() == b"content-type"), None)
@@ -87,3 +88,11 @@ class ProviderMiddleware:
 
 async def _discard(message: Message) -> None:
     return None
+
+
+async def _pause(seconds: float) -> None:
+    """At least ``seconds``: asyncio may wake a timer up to its clock resolution early, and
+    a call must never come back sooner than its configured latency."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(left)

@@ -1,0 +1,142 @@
+"""Hostile job files (tests/hostile_cases.py), for every kind, run as cron runs them:
+`runner run JOB --yes`, each in a process of its own under a memory limit. Each must exit 2
+with the words of its case, without a traceback, within seconds and within 200 MB of memory
+above a valid job's; and the provider (one sandbox, shared by all) receives no POST from any.
+
+The cases run in parallel, once, when the first test asks for their outcomes: forked from one
+process that imported runner (tests/fork_runner.py), so the corpus costs seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import conftest
+import pytest
+from click.testing import CliRunner
+from conftest import KEY, SECRET, Admin
+from hostile_cases import CASES, EXAMPLE, Case
+
+from runner.cli import main
+from runner.kinds import kinds
+from runner.sandbox import RunningSandbox, start_in_thread
+
+ROOT = Path(__file__).resolve().parent.parent
+# The address space a case may map (RLIMIT_AS): a guard for the machine should a bound
+# break; what the tests hold a case to is its resident memory, below.
+ADDRESS_SPACE = 1 << 30
+ABOVE_BASELINE = 200 << 20
+SECONDS = 10.0  # generous: the cases share two cores; each takes well under 1 s alone
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    output: str
+    seconds: float
+    peak_rss: int  # bytes
+
+
+def run_all(commands: dict[str, tuple[list[str], Path, dict[str, str]]], env: dict[str, str],
+            scratch: Path) -> dict[str, Outcome]:
+    """Each command (``runner ARGS`` in a folder, with more environment) in its own process
+    under ADDRESS_SPACE: how it ended, its output, its time and its peak resident memory."""
+    lines = [json.dumps({"id": name, "args": arguments, "cwd": str(cwd), "env": more,
+                         "output": str(scratch / f"{name}.out"), "limit": ADDRESS_SPACE})
+             for name, (arguments, cwd, more) in commands.items()]
+    served = subprocess.run([sys.executable, str(Path(__file__).parent / "fork_runner.py"),
+                             str(max(2, os.cpu_count() or 2))], input="\n".join(lines),
+                            capture_output=True, text=True, env=env, timeout=300, check=True)
+    outcomes = {}
+    for line in served.stdout.splitlines():
+        ended = json.loads(line)
+        output = (scratch / f"{ended['id']}.out").read_text(encoding="utf-8", errors="replace")
+        outcomes[ended["id"]] = Outcome(ended["code"], output, ended["seconds"],
+                                        ended["peak_rss"])
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[RunningSandbox]:
+    sandbox = start_in_thread(conftest.test_config(demo_orders=True))
+    yield sandbox
+    sandbox.stop()
+
+
+@pytest.fixture(scope="module")
+def environment(provider: RunningSandbox) -> dict[str, str]:
+    return {**os.environ, "RUNNER_BASE_URL": provider.url, "RUNNER_API_KEY": KEY,
+            "RUNNER_API_SECRET": SECRET, "MALLOC_ARENA_MAX": "2"}
+
+
+def example_copy(folder: Path) -> Path:
+    """jobs/ copied into ``folder``, with the templates the payroll example names."""
+    shutil.copytree(ROOT / "jobs", folder / "jobs")
+    if not (folder / "templates").exists():
+        shutil.copytree(ROOT / "templates", folder / "templates")
+    return folder / "jobs"
+
+
+@pytest.fixture(scope="module")
+def outcomes(environment: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, Outcome]:
+    root = tmp_path_factory.mktemp("hostile")
+    commands = {"baseline": (["validate", "payroll.yaml"], example_copy(root / "baseline"), {})}
+    for case in CASES:
+        folder = example_copy(root / case.id)
+        for edit in case.edits:
+            edit(folder, case.job)
+        commands[case.id] = (["run", case.job, "--yes", "--state", "state/runner.sqlite",
+                              *case.options], folder, case.env)
+    outcomes = run_all(commands, environment, root)
+    assert outcomes["baseline"].code == 0, outcomes["baseline"].output
+    return outcomes
+
+
+def test_the_corpus_holds_sixty_cases_over_every_kind() -> None:
+    assert len(CASES) >= 60
+    assert {case.kind for case in CASES} == set(kinds()) == set(EXAMPLE)
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLE))
+def test_each_example_is_valid_before_a_case_spoils_it(
+        kind: str, environment: dict[str, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RUNNER_BASE_URL", "RUNNER_API_KEY", "RUNNER_API_SECRET"):
+        monkeypatch.setenv(name, environment[name])
+    jobs = example_copy(tmp_path)
+    result = CliRunner().invoke(main, ["validate", str(jobs / f"{EXAMPLE[kind]}.yaml")])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_a_hostile_job_is_refused_in_bounded_time_and_memory(
+        case: Case, outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes[case.id]
+    assert outcome.code == 2, outcome.output
+    for words in case.words:
+        assert words in outcome.output
+    assert "Traceback" not in outcome.output
+    assert "internal error" not in outcome.output
+    assert outcome.seconds < SECONDS, f"{outcome.seconds:.1f} s"
+    above = outcome.peak_rss - outcomes["baseline"].peak_rss
+    assert above < ABOVE_BASELINE, f"{above >> 20} MB above a valid job's"
+
+
+def test_the_password_in_a_base_url_is_never_repeated(outcomes: dict[str, Outcome]) -> None:
+    assert "S3cr3tPass" not in outcomes["credentials-in-base-url"].output
+
+
+def test_no_hostile_job_sent_anything(outcomes: dict[str, Outcome],
+                                      provider: RunningSandbox) -> None:
+    counts = Admin(provider.url).requests()["counts"]
+    assert not [call for call in counts if call.startswith("POST")], counts
+
+
