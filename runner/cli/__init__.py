@@ -12,6 +12,7 @@ import click
 
 from runner import __version__
 from runner.cli.batch import reconcile, report, resolve, status
+from runner.cli.options import quiet_stdout
 from runner.cli.plan import apply, plan
 from runner.cli.run import confirm, run, validate
 from runner.cli.sandbox import sandbox
@@ -44,8 +45,9 @@ Exit codes:
 
 @click.group(help=HELP)
 @click.version_option(__version__, prog_name="runner")
-def main() -> None:
-    pass
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
 
 
 for command in (validate, plan, run, apply, confirm, status, report, resolve, reconcile,
