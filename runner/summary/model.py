@@ -248,7 +248,7 @@ class Summary:
 
         def part(n: int, words: str, group: str = "") -> str:
             amounts = self._amounts(group) if group else ""
-            return f"{n} {words}" + (f" ({amounts})" if amounts else "")
+            return f"{n:,} {words}" + (f" ({amounts})" if amounts else "")
 
         parts = [part(c.get("settled", 0), "paid", "paid")]
         parts += [part(c[k], k, "failed" if k == "failed" else "") for k in
