@@ -23,22 +23,21 @@ def decimals(currency: str) -> int:
 
 def money_text(amount: Decimal | None, currency: str = "") -> str:
     """``EUR 1,500.50``; without a currency, the grouped number at its own decimals."""
-    if amount is None:
-        return ""
-    if not currency:
-        return f"{amount:,}"
-    return str(format_currency(amount, currency.upper(), format="¤¤ #,##0.00",
-                               locale=_LOCALE, decimal_quantization=False))
+    return _formatted(amount, currency, "¤¤ #,##0.00")
 
 
 def number_text(amount: Decimal | None, currency: str = "") -> str:
     """``1,500.50``: as ``money_text``, where the currency is said beside it already."""
+    return _formatted(amount, currency, "#,##0.00")
+
+
+def _formatted(amount: Decimal | None, currency: str, pattern: str) -> str:
     if amount is None:
         return ""
     if not currency:
         return f"{amount:,}"
-    return str(format_currency(amount, currency.upper(), format="#,##0.00",
-                               locale=_LOCALE, decimal_quantization=False))
+    return str(format_currency(amount, currency.upper(), format=pattern, locale=_LOCALE,
+                               decimal_quantization=False))
 
 
 def plain_amount(amount: Decimal | None, currency: str = "") -> str:

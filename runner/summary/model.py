@@ -33,15 +33,13 @@ from runner.state import Approval, RunRecord, StateStore
 from runner.summary.amounts import money_text
 from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
 from runner.summary.lines import Scrubber as Scrubber
+from runner.summary.totals import MONEY, CurrencyTotal, Rate, rates_of, totals_of
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
           "conflict", "unknown", "in_doubt")
 # The states that make a run exit 1: an item that did not end well, or may not have.
 PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
 REVIEW = ("conflict", "unknown", "in_doubt")
-# Where an item's money is, by its state: planned = paid + failed + pending + to check.
-MONEY = {"settled": "paid", "failed": "failed", "pending": "pending",
-         "awaiting_confirm": "pending", **{k: "to check" for k in REVIEW}}
 # Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
 # pay (nothing was paid), and `runner status` while items are still on their way.
 FUNDS_SHORT = 4
@@ -49,65 +47,7 @@ PENDING = 5
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
 
-__all__ = ["Detail", "Instruction", "ItemLine", "Scrubber"]
-
-
-@dataclass(frozen=True)
-class CurrencyTotal:
-    """One currency's money. Settled items: ``sent`` and ``fees`` in a source currency,
-    ``received`` in a destination (``fees_known``: some item sent in this currency has a fee
-    from the provider; the kinds whose provider shows none leave fees and cost unsaid,
-    rather than claim 0). The rest of what was planned in a source currency: ``failed``
-    (nothing paid), ``pending`` (on its way) and ``review`` (needs a person to tell)."""
-
-    currency: str
-    sent: Decimal = Decimal(0)
-    fees: Decimal = Decimal(0)
-    received: Decimal = Decimal(0)
-    fees_known: bool = False
-    senders: int = 0  # settled items sent in this currency
-    failed: Decimal = Decimal(0)
-    pending: Decimal = Decimal(0)
-    review: Decimal = Decimal(0)
-
-    @property
-    def cost(self) -> Decimal:
-        return self.sent + self.fees
-
-    @property
-    def planned(self) -> Decimal:
-        return self.sent + self.failed + self.pending + self.review
-
-    @property
-    def not_paid(self) -> Decimal:
-        return self.planned - self.sent
-
-    @property
-    def parts(self) -> list[tuple[str, Decimal, Decimal]]:
-        """(paid | failed | pending | to check, amount, percent of planned), those not 0:
-        the stacked bar's segments."""
-        planned = self.planned
-        if not planned:
-            return []
-        shares = (("paid", self.sent), ("failed", self.failed), ("pending", self.pending),
-                  ("to check", self.review))
-        return [(name, amount, (amount * 100 / planned).quantize(Decimal("0.1")))
-                for name, amount in shares if amount]
-
-
-@dataclass(frozen=True)
-class Rate:
-    """What settled items from one currency into another came to: the average rate."""
-
-    source: str
-    destination: str
-    sent: Decimal
-    received: Decimal
-    items: int
-
-    @property
-    def rate(self) -> Decimal:
-        return (self.received / self.sent).quantize(Decimal("0.0001"))
+__all__ = ["CurrencyTotal", "Detail", "Instruction", "ItemLine", "Rate", "Scrubber"]
 
 
 @dataclass(frozen=True)
@@ -329,10 +269,10 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     for key in ("refused", "invalid"):
         if run is not None:
             counts[key] = int(run.counts.get(key, 0))
-    summary = Summary(job_name, None, items, _totals(items),
+    summary = Summary(job_name, None, items, totals_of(items),
                       {k: n for k, n in counts.items() if n},
                       [(e, clean(w)) for e, w in refused],
-                      [clean(n) for n in notes if n], rates=_rates(items), commit_step=commit)
+                      [clean(n) for n in notes if n], rates=rates_of(items), commit_step=commit)
     read_runs(summary, store)
     return summary
 
@@ -350,46 +290,6 @@ def read_runs(summary: Summary, store: StateStore) -> None:
         summary.runs.append(times)
     latest = store.latest_run(summary.job)
     summary.run = None if latest is None else next(r for r in summary.runs if r.id == latest.id)
-
-
-def _totals(items: list[ItemLine]) -> list[CurrencyTotal]:
-    sums: dict[str, dict[str, Any]] = {}
-
-    def add(currency: str, name: str, amount: Decimal) -> None:
-        values = sums.setdefault(currency, {})
-        values[name] = values.get(name, Decimal(0)) + amount
-
-    for i in items:
-        group = MONEY.get(i.state)
-        if group == "paid" and i.destination_currency and i.destination_amount is not None:
-            add(i.destination_currency, "received", i.destination_amount)
-        if group is None or not i.source_currency or i.source_amount is None:
-            continue
-        if group != "paid":
-            add(i.source_currency, {"to check": "review"}.get(group, group), i.source_amount)
-            continue
-        add(i.source_currency, "sent", i.source_amount)
-        sums[i.source_currency]["senders"] = sums[i.source_currency].get("senders", 0) + 1
-        if i.fee is not None:
-            add(i.source_currency, "fees", i.fee)
-            sums[i.source_currency]["fees_known"] = True
-    return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
-
-
-def _rates(items: list[ItemLine]) -> list[Rate]:
-    pairs: dict[tuple[str, str], list[Decimal]] = {}
-    for i in items:
-        if i.state != "settled" or i.source_amount is None or i.destination_amount is None \
-                or not i.source_currency or i.destination_currency in ("",
-                                                                       i.source_currency):
-            continue
-        sums = pairs.setdefault((i.source_currency, i.destination_currency),
-                                [Decimal(0), Decimal(0), Decimal(0)])
-        sums[0] += i.source_amount
-        sums[1] += i.destination_amount
-        sums[2] += 1
-    return [Rate(s, d, sent, received, int(n)) for (s, d), (sent, received, n)
-            in sorted(pairs.items()) if sent]
 
 
 def run_times(run: RunRecord | None, commit_step: str = "confirm") -> RunTimes | None:
