@@ -33,7 +33,8 @@ Example:
 \b
 Exit codes:
   0   every item settled well
-  1   some items failed, were refused or are unknown
+  1   some items failed, were refused or are unknown; or "no" to the question
+      before money moves (nothing was sent or written)
   2   usage error or invalid job file (nothing was sent); a plan refused by apply
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
