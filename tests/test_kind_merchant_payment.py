@@ -194,7 +194,7 @@ def test_every_consumer_pays_once_and_the_summary_shows_their_details(
     at = text.index("Details from the provider (3):\n")
     assert text[at:].splitlines()[:18] == [
         "Details from the provider (3):",
-        "  shop-a (row 2), Wanjiru Kamau (msisdn *********0200), KES 1,000: paid",
+        "  shop-a (row 2), Wanjiru Kamau (msisdn *********0200), KES 1,000.00: paid",
         f"    qr_code: {a['qr_code']}",
         f"    qr_url: {a['qr_url']}",
         "  shop-b (row 3), Adaeze Nwosu (bank_account_number ******7890), "
@@ -216,7 +216,7 @@ def test_every_consumer_pays_once_and_the_summary_shows_their_details(
     assert "  EUR  received " in text and "  KES  sent 1,000" in text
 
     html = cli("report", str(path), "--state", str(state), "--format", "html").stdout
-    assert "<h2>Details from the provider (3)</h2>" in html
+    assert ">Details from the provider (3)</h2>" in html
     assert f"<dt>qr_url</dt>\n<dd><code>{a['qr_url']}</code></dd>" in html
     assert (f"<dd>USSD<ol><li>Dial *500#</li><li>Enter reference {reference}</li>"
             in html)

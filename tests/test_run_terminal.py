@@ -1,22 +1,31 @@
 """`runner run` as a person meets it: a real process, on a terminal (the plan and the question
-before money moves, the progress line) and stopped with Ctrl-C (SIGINT), or by systemd or a
-container's time-out (SIGTERM), which it takes the same way."""
+before money moves, a bar per phase, colour and NO_COLOR), under cron (plain lines and a
+heartbeat), with its output closed early (a pipe to `head`), and stopped with Ctrl-C
+(SIGINT), or by systemd or a container's time-out (SIGTERM), which it takes the same way."""
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import pty
+import re
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import Admin
 from engine_support import confirmed, items, posts, write_job
+from mail_server import start
 
+from runner.cli.progress import PlainProgress
 from runner.sandbox import RunningSandbox
 
 ROWS = "".join(f"i{n},1,{10 + n}.00,+2547001{n:05d}\n" for n in range(30))
@@ -60,22 +69,31 @@ def test_a_signal_lets_calls_in_flight_finish_and_the_next_run_resumes(
     assert set(confirmed(sb).values()) == {1} and len(confirmed(sb)) == 30
 
 
-def on_terminal(command: list[str], answer: bytes | None) -> tuple[int, str]:
-    """Run ``command`` with a pseudo-terminal as stdin and stderr; type ``answer`` when the
-    question comes. Returns the exit code and what the terminal showed."""
+def on_terminal(command: list[str], answer: bytes | None,
+                env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``command`` with a pseudo-terminal (120 columns) as stdin and stderr; type
+    ``answer`` when the question comes. Returns the exit code and what the terminal
+    showed."""
     master, slave = pty.openpty()
-    process = subprocess.Popen(command, stdin=slave, stdout=subprocess.PIPE, stderr=slave)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    process = subprocess.Popen(command, stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                               env={**os.environ, "TERM": "xterm-256color", **(env or {})})
     os.close(slave)
     shown = b""
     deadline = time.monotonic() + 60
     answered = answer is None
-    while process.poll() is None and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         ready, _, _ = select.select([master], [], [], 0.05)
         if ready:
             try:
-                shown += os.read(master, 4096)
-            except OSError:
+                chunk = os.read(master, 65536)
+            except OSError:  # the process ended and closed the terminal
                 break
+            if not chunk:
+                break
+            shown += chunk
+        elif process.poll() is not None:
+            break
         if not answered and b"[y/N]" in shown:
             os.write(master, answer or b"")
             answered = True
@@ -89,19 +107,105 @@ def on_terminal(command: list[str], answer: bytes | None) -> tuple[int, str]:
 def test_on_a_terminal_the_plan_is_shown_and_no_means_nothing_is_sent(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb, ROWS)
-    code, shown = on_terminal(runner_command(job, state), b"n\n")
-    assert code == 0
-    assert "to pay: 30 item(s)\r\n  new: 30\r\n" in shown  # the plan, before the question
-    assert "About to pay 30 item(s): EUR 735.00" in shown
-    assert "Send these payments? [y/N]" in shown
-    assert "cancelled; nothing was sent" in shown
-    assert posts(adm) == {}
+    mail = start()
+    try:
+        with job.open("a") as f:
+            f.write("summary:\n  email: {to: [a@example.com], from: r@example.com, "
+                    f"smtp: {{host: 127.0.0.1, port: {mail.port}, starttls: false}}}}\n")
+        code, shown = on_terminal(runner_command(job, state), b"n\n")
+        assert code == 1  # not what the person asked for: a script must not read it as done
+        assert "to pay: 30 item(s)\r\n  new: 30\r\n" in shown  # the plan, before the question
+        assert "About to pay 30 item(s): EUR 735.00" in shown
+        assert "Send these payments? [y/N]" in shown
+        assert "cancelled; nothing was sent" in shown
+        assert posts(adm) == {}
+        assert items(state) == {}  # nothing of the batch recorded
+        assert not (tmp_path / "reports").exists()  # no summary written
+        assert mail.arrived == []  # nor mailed
+    finally:
+        mail.stop()
 
 
-def test_on_a_terminal_yes_pays_with_a_progress_line(
+def test_on_a_terminal_yes_pays_with_bars_per_phase(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    job = write_job(tmp_path, sb, ROWS)
+    job = write_job(tmp_path, sb, ROWS + "x,13,5.00,+254700000099\n")  # payer 13: inactive
     code, shown = on_terminal(runner_command(job, state), b"y\n")
-    assert code == 0, shown
-    assert "\rprepare 30  confirm 30" in shown
+    assert code == 1, shown
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)  # what a person reads
+    # One bar per phase with its count of the total, its rate and the time left.
+    assert re.search(r"prepare +━+ 31/31 [\d,.]+/s elapsed \d:\d\d:\d\d left 0:00:00", screen)
+    assert re.search(r"confirm +━+ 30/30 [\d,.]+/s elapsed", screen)
+    assert re.search(r"poll final +━+ 30/30 ", screen)
+    # A log line lands on a line of its own above the bars, in colour.
+    assert re.search(r"\r\x1b\[2K\x1b\[33m\d{4}-\d\d-\d\dT[\d:]+ WARNING pay-x failed: "
+                     r"1003001 Payer is inactive in your account\x1b\[0m\r\n", shown)
+    assert "\x1b[38;5;" in shown or "\x1b[32m" in shown  # the bars in colour
     assert len(confirmed(sb)) == 30
+
+
+def test_no_color_is_respected(sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    job = write_job(tmp_path, sb, ROWS)
+    code, shown = on_terminal(runner_command(job, state, "--yes"), None, {"NO_COLOR": "1"})
+    assert code == 0, shown
+    assert "30/30" in shown
+    assert not re.search(r"\x1b\[[0-9;]*3\dm|\x1b\[38;", shown)  # no foreground colour
+
+
+def test_without_a_terminal_plain_lines_and_a_heartbeat_per_long_phase(
+        caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    progress = PlainProgress(every=30, clock=lambda: now[0], tick=3600)
+    entry = SimpleNamespace(record=SimpleNamespace(step="confirmed"))
+    final = SimpleNamespace(record=SimpleNamespace(step="final"))
+    with caplog.at_level(logging.INFO, logger="runner"), progress:
+        progress.phase("poll", 2000)
+        for _ in range(1761):
+            progress.step("poll", final)
+        progress.beat()  # not 30 s yet
+        now[0] = 30.0
+        progress.beat()
+        progress.phase("poll", 239)  # the next round: only what is not final yet
+        progress.step("poll", entry)
+        progress.step("poll", final)
+        now[0] = 59.0
+        progress.beat()
+        now[0] = 61.0
+        progress.beat()
+        progress.phase("prepare", 10)  # a new phase starts its own 30 s
+        now[0] = 62.0
+        progress.beat()
+    assert [r.getMessage() for r in caplog.records] == [
+        "poll: 1761/2000 final", "poll: 1762/2000 final"]
+
+
+def test_a_run_without_a_terminal_draws_no_bars(sb: RunningSandbox, tmp_path: Path,
+                                                state: Path) -> None:
+    job = write_job(tmp_path, sb, ROWS)
+    result = subprocess.run(runner_command(job, state), capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stderr and "━" not in result.stderr
+    assert re.search(r"INFO prepare: 30 item\(s\)\n.*INFO confirm: 30 item\(s\)\n",
+                     result.stderr, re.S)
+    assert result.stdout.splitlines()[0] == "pay-2026-11: 30 items: 30 settled"
+
+
+def test_a_closed_stdout_ends_quietly(sb: RunningSandbox, tmp_path: Path,
+                                      state: Path) -> None:
+    """`runner status JOB | head -1`, and a run whose reader went away: no error, the
+    command's own exit code, and a run still writes its summary."""
+    job = write_job(tmp_path, sb, ROWS + "x,13,5.00,+254700000099\n")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        ran = subprocess.run(runner_command(job, state, "--yes"), stdout=write,
+                             stderr=subprocess.PIPE, text=True, timeout=60)
+        status = subprocess.run([sys.executable, "-m", "runner", "status", str(job),
+                                 "--state", str(state)], stdout=write,
+                                stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert ran.returncode == 1  # an item failed: that code, not a broken pipe's
+    assert "Error" not in ran.stderr and "Traceback" not in ran.stderr
+    assert len(list((tmp_path / "reports").iterdir())) == 3
+    assert (status.returncode, status.stderr) == (1, "")

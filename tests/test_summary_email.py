@@ -102,7 +102,7 @@ def test_the_summary_arrives_by_email(sandbox: RunningSandbox, mail: MailServer,
     assert arrived.recipients == ["finance@example.com", "payroll@example.com",
                                   "audit@example.com"]
     message = arrived.message
-    assert message["Subject"] == f"{NAME}: 2 paid, 2 failed"
+    assert message["Subject"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
     assert (message["From"], message["To"], message["Cc"]) == (
         "runner@example.com", "finance@example.com, payroll@example.com", "audit@example.com")
     assert message.get_content_type() == "multipart/mixed"
@@ -113,9 +113,9 @@ def test_the_summary_arrives_by_email(sandbox: RunningSandbox, mail: MailServer,
     files = reports(state)
     assert filename == files[".csv"].name
 
-    assert text.splitlines()[0] == f"{NAME}: 2 paid, 2 failed"
+    assert text.splitlines()[0] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
     assert "  EUR  sent 350.50  fees 3.00  cost 353.50" in text
-    assert "  KES  received 49,158" in text
+    assert "  KES  received 49,158.00" in text
     assert (f"  pay-E3 (row 4), {HOSTILE} Smith & Sons (msisdn *********9302), EUR 80.00: "
             "30200 REJECTED-INVALID-BENEFICIARY") in text  # plain text is not markup
     assert ("  pay-E4 (row 5), Old Wallet (msisdn *********0005): 1003001 Payer is inactive "
@@ -125,7 +125,7 @@ def test_the_summary_arrives_by_email(sandbox: RunningSandbox, mail: MailServer,
 
     assert "<td>1003001</td><td>Payer is inactive in your account</td>" in html
     assert "<td>30200</td><td>REJECTED-INVALID-BENEFICIARY</td>" in html
-    assert '<td class="n">350.50</td><td class="n">3.00</td>' in html
+    assert '<td align="right">350.50</td><td align="right">3.00</td>' in html
     assert html == files[".html"].read_text(encoding="utf-8")
 
     assert [(r["external_id"], r["state"], r["source_amount"], r["code"]) for r in rows] == [
@@ -189,7 +189,8 @@ def test_an_unreachable_server_costs_the_email_only(sandbox: RunningSandbox, tmp
             if " ERROR " in line] == [
         f"summary email not sent: cannot send through the mail server 127.0.0.1:{port}: "
         f"Connection refused; the summary is in {files['.txt']}"]
-    assert files[".txt"].read_text(encoding="utf-8").startswith(f"{NAME}: 2 paid\n")
+    assert files[".txt"].read_text(encoding="utf-8").startswith(
+        f"{NAME}: 2 paid (EUR 350.50)\n")
     # Item state is whole: status reads it, and a second run pays nobody again.
     assert cli("status", str(job), "--state", str(state)).stdout.splitlines()[0] == \
         f"{NAME}: 2 items: 2 settled"
@@ -216,7 +217,7 @@ def test_login_over_starttls(sandbox: RunningSandbox, tmp_path: Path, state: Pat
     assert run(job, state).exit_code == 0
     [arrived] = server.arrived
     assert arrived.login == USER
-    assert arrived.message["Subject"] == f"{NAME}: 2 paid"
+    assert arrived.message["Subject"] == f"{NAME}: 2 paid (EUR 350.50)"
 
 
 def test_a_refused_login(sandbox: RunningSandbox, tmp_path: Path, state: Path,
@@ -282,6 +283,31 @@ def test_report_email_sends_it_again(sandbox: RunningSandbox, tmp_path: Path,
         assert result.stderr == ("emailed to finance@example.com, payroll@example.com, "
                                  "audit@example.com\n")
         [arrived] = server.arrived
-        assert arrived.message["Subject"] == f"{NAME}: 2 paid"
+        assert arrived.message["Subject"] == f"{NAME}: 2 paid (EUR 350.50)"
     finally:
         server.stop()
+
+
+def test_one_email_per_change(sandbox: RunningSandbox, mail: MailServer, tmp_path: Path,
+                              state: Path) -> None:
+    job = write_job(tmp_path, sandbox, summary=email_section(mail.port))  # send: always
+    assert run(job, state).exit_code == 1
+    again = run(job, state)  # the batch is as the first run left it: nothing changed
+    assert again.exit_code == 1
+    assert len(mail.arrived) == 1
+    assert len(list((state.parent / "reports").iterdir())) == 3  # not written again either
+    assert "nothing changed since the previous run's summary" in again.stderr
+    text = cli("report", str(job), "--state", str(state)).stdout
+    assert "Money moved in run 1: started " in text
+    assert "\nSince then: 1 run(s), none changing the batch; the latest, run 2: " in text
+    # On demand, whatever changed.
+    assert cli("report", str(job), "--state", str(state), "--email").exit_code == 0
+    assert len(mail.arrived) == 2
+    # A new row paid is a change: mailed, and the run that moved money is the new one.
+    (tmp_path / "rows.csv").write_text(
+        (tmp_path / "rows.csv").read_text() + "E5,1,10.00,+254700000007,New,Hire\n")
+    assert run(job, state).exit_code == 1
+    [*_, third] = mail.arrived
+    assert third.message["Subject"] == (f"{NAME}: 3 paid (EUR 360.50), 2 failed (EUR 80.00)")
+    text = parts(third.message)[0]
+    assert "Money moved in run 3: started " in text and "Since then" not in text

@@ -4,6 +4,8 @@ secrets and card numbers; then the built-in templates over it (escaping provider
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -17,7 +19,8 @@ from job_files import write
 
 from runner.job import load_job
 from runner.state import ItemRecord, StateStore, open_store
-from runner.summary import build_summary, check_summary
+from runner.summary import build_summary, check_summary, status_lines
+from runner.summary.amounts import money_text, number_text, plain_amount
 from runner.summary.items_csv import items_csv
 from runner.summary.render import duration
 
@@ -74,8 +77,9 @@ def test_counts_totals_and_lists(store: StateStore) -> None:
     assert s.counts == {"settled": 3, "pending": 2, "awaiting_confirm": 1, "failed": 1,
                         "refused": 1, "invalid": 2, "conflict": 1, "unknown": 1,
                         "in_doubt": 1}
-    assert s.headline == (f"{JOB}: 3 paid, 1 failed, 1 refused, 2 invalid, 3 need review, "
-                          "2 pending, 1 awaiting confirmation")
+    assert s.headline == (f"{JOB}: 3 paid (EUR 120.25, USD 100.00), 1 failed (EUR 80.00), "
+                          "1 refused, 2 invalid, 3 need review, 2 pending, "
+                          "1 awaiting confirmation")
     assert [(t.currency, t.sent, t.fees, t.received) for t in s.totals] == [
         ("EUR", Decimal("120.25"), Decimal("3.00"), Decimal(0)),
         ("KES", Decimal(0), Decimal(0), Decimal("16825")),
@@ -100,10 +104,10 @@ def test_counts_totals_and_lists(store: StateStore) -> None:
 
 def test_headline_of_a_clean_run_and_one_needing_review(store: StateStore) -> None:
     add(store, 1, "settled", **PAID)
-    assert build_summary(store, JOB).headline == f"{JOB}: 1 paid"
+    assert build_summary(store, JOB).headline == f"{JOB}: 1 paid (EUR 100.00)"
     assert not build_summary(store, JOB).problems
     add(store, 2, "unknown", step="created")
-    assert build_summary(store, JOB).headline == f"{JOB}: 1 paid, 1 needs review"
+    assert build_summary(store, JOB).headline == f"{JOB}: 1 paid (EUR 100.00), 1 needs review"
 
 
 def test_the_latest_run(store: StateStore) -> None:
@@ -148,10 +152,41 @@ def test_provider_text_is_escaped_in_html_and_defused_in_csv(store: StateStore,
     assert "<img" not in html and "<b>" not in html and "<i>" not in html
     assert "<img src=x onerror=alert(1)> & more" in templates.text_of(s)
     rows = items_csv(s).splitlines()
-    assert rows[2].endswith(",'@SUM(A1) <i>,'@SUM(A1) <i>")
+    assert ",'@SUM(A1) <i>,'@SUM(A1) <i>," in rows[2]
 
 
 def test_durations_read_naturally() -> None:
     assert [duration(timedelta(seconds=s)) for s in (1.234, 75, 3725)] == [
         "1.2s", "1m 15s", "1h 2m 5s"]
     assert duration(None) == ""
+
+
+@pytest.mark.parametrize(("amount", "currency", "person", "machine"), [
+    ("1500.5", "EUR", "EUR 1,500.50", "1500.50"), ("1500", "JPY", "JPY 1,500", "1500"),
+    ("1.5", "KWD", "KWD 1.500", "1.500"), ("-3000.5", "EUR", "-EUR 3,000.50", "-3000.50"),
+    ("0.1234", "EUR", "EUR 0.1234", "0.1234"),  # more decimals than the currency: all kept
+    ("12", "kes", "KES 12.00", "12.00")])
+def test_money_as_accountants_write_it(amount: str, currency: str, person: str,
+                                       machine: str) -> None:
+    assert money_text(Decimal(amount), currency) == person
+    assert plain_amount(Decimal(amount), currency) == machine
+    assert number_text(Decimal(amount), currency) == person.replace(f"{currency.upper()} ", "")
+
+
+def test_amounts_at_the_currencys_decimals_in_every_view(store: StateStore,
+                                                         tmp_path: Path) -> None:
+    add(store, 1, "settled", **{**PAID, "source_amount": "1500.5", "fee": "2",
+                                "destination_currency": "JPY", "destination_amount": "240000"})
+    add(store, 2, "failed", source_currency="EUR", source_amount="80", error_code="30200")
+    s = build_summary(store, JOB)
+    assert s.headline == f"{JOB}: 1 paid (EUR 1,500.50), 1 failed (EUR 80.00)"
+    text = check_summary(load_job(write(tmp_path))).text_of(s)
+    assert "  EUR  planned 1,580.50 = paid 1,500.50 + failed 80.00 + pending 0.00; " \
+           "not paid 80.00\n" in text
+    assert "  EUR  sent 1,500.50  fees 2.00  cost 1,502.50\n" in text
+    assert "  JPY  received 240,000\n" in text
+    assert "  EUR -> JPY  159.9467  (1 item(s): EUR 1,500.50 -> JPY 240,000)\n" in text
+    assert status_lines(s)[1] == "  EUR: sent 1,500.50, fees 2.00"
+    row = next(csv.DictReader(io.StringIO(items_csv(s))))
+    assert (row["source_amount"], row["fee"], row["destination_amount"]) == (
+        "1500.50", "2.00", "240000")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -44,17 +45,25 @@ def report(job: Path, state: Path, *more: str) -> str:
 def test_text(ran: tuple[Path, Path]) -> None:
     text = report(*ran)
     lines = text.splitlines()
-    assert lines[:2] == [f"{NAME}: 2 paid, 2 failed", ""]
-    assert lines[2].startswith("Run 1: started ") and lines[2].endswith("; exit code 1.")
+    assert lines[:2] == [f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)", ""]
+    assert lines[2].startswith("Money moved in run 1: started ") and lines[2].endswith(
+        "; exit code 1; 3 confirm call(s).")
     assert lines[3:] == [
+        "",
+        "Money, per currency (planned = paid + failed + pending):",
+        "  EUR  planned 430.50 = paid 350.50 + failed 80.00 + pending 0.00; not paid 80.00",
+        "  and 1 item(s) not priced by the provider yet",
+        "",
+        "Paid, per currency (settled items only):",
+        "  EUR  sent 350.50  fees 3.00  cost 353.50",
+        "  KES  received 49,158.00",
+        "",
+        "Rates (settled items, received / sent):",
+        "  EUR -> KES  140.2511  (2 item(s): EUR 350.50 -> KES 49,158.00)",
         "",
         "Items: 4",
         "  paid                                          2",
         "  failed                                        2",
-        "",
-        "Paid, per currency (settled items only):",
-        "  EUR  sent 350.50  fees 3.00  cost 353.50",
-        "  KES  received 49,158",
         "",
         "Failed (2):",
         f"  pay-E3 (row 4), {HOSTILE} Smith & Sons (msisdn *********9302), EUR 80.00: 30200 "
@@ -72,21 +81,28 @@ def test_text(ran: tuple[Path, Path]) -> None:
 def test_html_escapes_every_value(ran: tuple[Path, Path]) -> None:
     html = report(*ran, "--format", "html")
     assert html.startswith("<!DOCTYPE html>")
-    assert "<title>pay-2026-11: 2 paid, 2 failed</title>" in html
-    assert ("<tr><td>pay-E3</td><td class=\"n\">4</td><td>&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert "<title>pay-2026-11: 2 paid (EUR 350.50), 2 failed (EUR 80.00)</title>" in html
+    assert ("<tr><td>pay-E3</td><td align=\"right\">4</td><td>&lt;script&gt;alert(1)&lt;/script&gt;"
             " Smith &amp; Sons</td>") in html
     assert "<script>" not in html
 
 
 def test_json(ran: tuple[Path, Path]) -> None:
     document = simplejson.loads(report(*ran, "--format", "json"), use_decimal=True)
-    assert document["headline"] == f"{NAME}: 2 paid, 2 failed"
+    assert document["headline"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
     assert document["run"]["exit_code"] == 1 and document["run"]["state"] == "ended"
     assert {k: n for k, n in document["counts"].items() if n} == {"settled": 2, "failed": 2}
     assert document["totals"] == [
         {"currency": "EUR", "sent": Decimal("350.50"), "fees": Decimal("3.00"),
-         "received": 0},
-        {"currency": "KES", "sent": 0, "fees": None, "received": 49158}]
+         "received": 0, "planned": Decimal("430.50"), "failed": Decimal("80.00"),
+         "pending": 0, "to_check": 0, "not_paid": Decimal("80.00")},
+        {"currency": "KES", "sent": 0, "fees": None, "received": 49158, "planned": 0,
+         "failed": 0, "pending": 0, "to_check": 0, "not_paid": 0}]
+    assert document["rates"] == [
+        {"source": "EUR", "destination": "KES", "sent": Decimal("350.50"),
+         "received": 49158, "items": 2, "rate": Decimal("140.2511")}]
+    assert document["money_run"]["money_calls"] == 3 and document["runs_since"] == 0
+    assert document["not_priced"] == 1
     assert [(f["external_id"], f["code"], f["message"]) for f in document["failed"]] == [
         ("pay-E3", "30200", "REJECTED-INVALID-BENEFICIARY"),
         ("pay-E4", "1003001", "Payer is inactive in your account")]
@@ -97,10 +113,18 @@ def test_csv(ran: tuple[Path, Path]) -> None:
     rows = list(csv.DictReader(io.StringIO(report(*ran, "--format", "csv"))))
     assert [(r["external_id"], r["row"], r["state"], r["beneficiary"], r["destination_amount"])
             for r in rows] == [
-        ("pay-E1", "2", "settled", "Jo Doe", "14025"),
-        ("pay-E2", "3", "settled", "'=1+2 Doe", "35133"),
-        ("pay-E3", "4", "failed", f"{HOSTILE} Smith & Sons", "11220"),
+        ("pay-E1", "2", "settled", "Jo Doe", "14025.00"),
+        ("pay-E2", "3", "settled", "'=1+2 Doe", "35133.00"),
+        ("pay-E3", "4", "failed", f"{HOSTILE} Smith & Sons", "11220.00"),
         ("pay-E4", "5", "failed", "Old Wallet", "")]
+    # The provider's status as code and name; times for the bank reconciliation (UTC).
+    assert [(r["status_code"], r["status_name"]) for r in rows] == [
+        ("70000", "COMPLETED"), ("70000", "COMPLETED"),
+        ("30200", "REJECTED-INVALID-BENEFICIARY"), ("", "")]
+    paid = rows[0]
+    assert paid["created_at"] <= paid["confirmed_at"] <= paid["final_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", paid["confirmed_at"])
+    assert (rows[3]["confirmed_at"], bool(rows[3]["final_at"])) == ("", True)  # at quotation
 
 
 @pytest.mark.parametrize("fmt", ["text", "html", "json", "csv"])
@@ -136,9 +160,10 @@ def test_the_jobs_own_templates(sandbox: RunningSandbox, tmp_path: Path) -> None
     html = report(job, state, "--format", "html")
     assert html.endswith("<p>For 2026-11: 2 to redo, by &lt;Ops &amp; Co&gt;</p></body>\n"
                          "</html>\n")
-    assert report(job, state).startswith(f"{NAME}: 2 paid, 2 failed\n")  # built-in text
+    headline = f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
+    assert report(job, state).startswith(headline + "\n")  # built-in text
     (folder / "pay.txt.j2").write_text("{{ summary.headline }} / {{ vars.period }} <&>\n")
-    assert report(job, state) == f"{NAME}: 2 paid, 2 failed / 2026-11 <&>\n"  # not escaped
+    assert report(job, state) == headline + " / 2026-11 <&>\n"  # not escaped
 
 
 @pytest.mark.parametrize(("template", "message"), [
@@ -189,7 +214,7 @@ def test_a_template_failing_only_on_real_items_costs_the_summary_only(
     assert result.exit_code == 3  # the payments went well; the summary did not
     assert result.stderr.splitlines()[-1] == (
         "error: the summary: the summary template failed: pay.html.j2:1: UndefinedError: "
-        "'runner.summary.model.ItemLine object' has no attribute 'nope'")
+        "'runner.summary.lines.ItemLine object' has no attribute 'nope'")
     [written] = (tmp_path / "reports").iterdir()  # the CSV needs no template
     assert written.suffix == ".csv" and len(written.read_text().splitlines()) == 3
     assert cli("status", str(job), "--state", str(state)).stdout.splitlines()[0] == \

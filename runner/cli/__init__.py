@@ -12,6 +12,7 @@ import click
 
 from runner import __version__
 from runner.cli.batch import reconcile, report, resolve, status
+from runner.cli.options import quiet_stdout
 from runner.cli.plan import apply, plan
 from runner.cli.run import confirm, run, validate
 from runner.cli.sandbox import sandbox
@@ -32,7 +33,8 @@ Example:
 \b
 Exit codes:
   0   every item settled well
-  1   some items failed, were refused or are unknown
+  1   some items failed, were refused or are unknown; or "no" to the question
+      before money moves (nothing was sent or written)
   2   usage error or invalid job file (nothing was sent); a plan refused by apply
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
@@ -49,8 +51,9 @@ Exit codes:
 
 @click.group(help=HELP)
 @click.version_option(__version__, prog_name="runner")
-def main() -> None:
-    pass
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
 
 
 for command in (validate, plan, run, apply, confirm, status, report, resolve, reconcile,

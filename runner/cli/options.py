@@ -4,6 +4,7 @@ the boundary that turns runner's errors into messages and exit codes (``reports_
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
 import traceback
@@ -40,6 +41,57 @@ def state_option(f: F) -> F:
     return click.option("--state", type=click.Path(dir_okay=False, path_type=Path),
                         help="SQLite state file (default: state/runner.sqlite, or "
                              "$RUNNER_STATE_DIR/runner.sqlite).")(f)
+
+
+class QuietStdout:
+    """``sys.stdout`` while a command runs: once its reader has gone (``runner status JOB |
+    head -1``), the rest of the output is dropped and the command goes on to its end and its
+    own exit code, quietly; a run still writes and mails its summary. The stream's file
+    descriptor is pointed at /dev/null so that nothing fails again at exit."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass  # not a file (a test's buffer): nothing will be flushed to it at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def quiet_stdout(ctx: click.Context) -> None:
+    """Install ``QuietStdout`` for the command of ``ctx`` (and put the stream back after)."""
+    stream = sys.stdout
+    if isinstance(stream, QuietStdout):
+        return
+    sys.stdout = QuietStdout(stream)  # type: ignore[assignment]
+
+    def restore() -> None:
+        sys.stdout = stream
+
+    ctx.call_on_close(restore)
 
 
 def reports_errors(f: F) -> F:

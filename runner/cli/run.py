@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +97,7 @@ def _logging(quiet: bool, verbose: bool) -> None:
 def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
              retry_failed: bool = False, applied: AppliedPlan | None = None) -> None:
+    from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
@@ -114,8 +114,8 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
                          retry_failed=retry_failed, applied=applied)
     if tty and not yes:
         options.ask = _ask
-    if tty and not quiet:
-        options.on_progress = _Bar().step
+    progress = progress_for(sys.stderr.isatty(), quiet)
+    options.on_phase, options.on_progress = progress.phase, progress.step
     # Ctrl-C and SIGTERM (systemd, a container's time-out) alike: the calls in flight finish
     # and are recorded, the summary is written, and the exit code says which (128 + signal).
     stopped_by: list[int] = []
@@ -127,20 +127,17 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         # The lease first: a second run is refused before the slow part of its start.
-        with hold_lease(state_path, loaded.name), connect(
+        with hold_lease(state_path, loaded.name), progress, connect(
                 loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
         ) as provider:
             result = run_job(loaded, provider, options)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    if tty and not quiet:
-        click.echo("", err=True)
     if result.exit_code == 2 and result.report is not None:
         _print_report(result.report)
     if result.summary is not None:
-        for line in status_lines(result.summary):
-            click.echo(line)
+        echo_status(status_lines(result.summary))
     if result.message:
         click.echo(result.message, err=True)
     code = _summarize(loaded, templates, state, result)
@@ -155,7 +152,8 @@ def _summarize(loaded: Job, templates: Templates, state: Path | None, result: Ru
     if result.summary is None:
         return result.exit_code
     try:
-        delivery = conclude(loaded, templates, result.summary, state_dir_of(state) / "reports")
+        delivery = conclude(loaded, templates, result.summary, state_dir_of(state) / "reports",
+                            state_path_of(state))
     except RunnerError as error:
         click.echo(f"error: the summary: {error}", err=True)
         return result.exit_code or error.exit_code
@@ -171,20 +169,6 @@ def _ask(plan: Plan) -> bool:
         click.echo(line, err=True)
     click.echo(f"About to pay {question(plan)}", err=True)
     return click.confirm("Send these payments?", default=False, err=True)
-
-
-class _Bar:
-    """One line on the terminal, redrawn as items move."""
-
-    def __init__(self) -> None:
-        self.done: dict[str, int] = {}
-        self.lock = threading.Lock()
-
-    def step(self, phase: str, entry: Any) -> None:
-        with self.lock:
-            self.done[phase] = self.done.get(phase, 0) + 1
-            parts = "  ".join(f"{p} {n}" for p, n in self.done.items())
-            click.echo(f"\r{parts}", nl=False, err=True)
 
 
 def run_options(f: F) -> F:

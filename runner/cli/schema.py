@@ -6,8 +6,8 @@ import json
 
 import click
 
-from runner.job.model import Job
-from runner.kinds import MODULES, kind_named
+from runner.job.schema import item_schema, job_schema
+from runner.kinds import MODULES
 
 
 @click.command()
@@ -16,14 +16,14 @@ def schema(kind: str | None) -> None:
     """Print the JSON Schema of a job file, or of one kind's item.
 
     Editors that read JSON Schema (VS Code with the YAML extension, for one) then complete
-    and check job files as they are typed. Item fields may hold Jinja text, so the job
-    schema leaves `defaults` and `items.template` open; `--kind` gives their fields.
+    and check job files as they are typed. Every value may be a ${VAR} or ${VAR:-default}
+    reference to the environment. Item fields may hold Jinja text, so the job schema
+    leaves `defaults` and `items.template` open; `--kind` gives their fields.
 
     \b
     Examples:
       runner schema > job.schema.json
       runner schema --kind remittance
     """
-    model = Job if kind is None else kind_named(kind).item
-    document = model.model_json_schema(by_alias=True)
+    document = job_schema() if kind is None else item_schema(kind)
     click.echo(json.dumps(document, indent=2, sort_keys=False))

@@ -7,7 +7,8 @@
 2. Funds first: before the first POST, what the items to pay draw on each balance (the
    state's quoted amounts, else what validation estimates from the rates) against what it
    holds; when it cannot be covered nothing is sent (exit 4) unless ``allow_partial``.
-3. The question on a terminal (the plan itself); then the new items are recorded.
+3. The question on a terminal (the plan itself; "no" ends the run, exit 1, with nothing
+   recorded of the batch and no summary); then the new items are recorded.
 4. Retry (``--retry-failed``): failed items sent again under a new external_id, each once
    the provider shows the attempt that failed final and unpaid.
 5. Prepare: quotation and transaction for each item not yet created.
@@ -33,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.engine.flow import Entry, Flow, Run
-from runner.engine.phases import UNREACHABLE, Heartbeat, Phase, Progress, poll, preflight
+from runner.engine.phases import (
+    UNREACHABLE,
+    Heartbeat,
+    Phase,
+    PhaseStart,
+    Progress,
+    poll,
+    preflight,
+)
 from runner.engine.plan import CHANGED, Plan, make_plan, needs
 from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.errors import LeaseHeld, ProviderDown
@@ -42,7 +51,7 @@ from runner.kinds import kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, open_store
-from runner.summary.model import FUNDS_SHORT, Summary, build_summary, run_times
+from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
 from runner.validation import Report
 
 log = logging.getLogger("runner")
@@ -62,7 +71,8 @@ class RunOptions:
     clock: Callable[[], float] = time.time
     stop: threading.Event = field(default_factory=threading.Event)
     ask: Callable[[Plan], bool] | None = None
-    on_progress: Progress | None = None
+    on_progress: Progress | None = None  # after each item of a phase
+    on_phase: PhaseStart | None = None  # as a phase starts, with how many items it takes
 
 
 @dataclass
@@ -86,7 +96,7 @@ class _Ending:
     code: int | None = None
     message: str = ""
     note: str = ""
-    refused: bool = False  # a plan file refused: nothing of the batch to summarise
+    refused: bool = False  # a plan refused, or the question answered no: no summary
 
 
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
@@ -120,9 +130,9 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             beat.stop()
             state.release_lease(job.name, token)
         state.end_run(run_id, code, summary.counts if summary else {},
-                      ending.note or ending.message)
+                      ending.note or ending.message, summary.digest if summary else None)
         if summary is not None:
-            summary.run = run_times(state.latest_run(job.name))
+            read_runs(summary, state)
         return RunResult(code, ending.message, summary,
                          None if ending.refused else plan.report, plan)
 
@@ -147,7 +157,7 @@ def _run(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan, run_id
         return _Ending(FUNDS_SHORT, f"{plan.shortfall()}: nothing was sent (--allow-partial "
                                     f"pays what the balance covers)", plan.shortfall())
     if options.ask is not None and plan.to_pay and not options.ask(plan):
-        return _Ending(0, "cancelled; nothing was sent")
+        return _Ending(1, "cancelled; nothing was sent", refused=True)
     return _phases(job, options, flow, plan, _record(job, flow, plan))
 
 
@@ -185,7 +195,8 @@ def _phases(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan,
     confirm = job.run.confirm if options.confirm is None else options.confirm
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
-        phase = Phase(pool, flow, options.stop, options.on_progress, problems)
+        phase = Phase(pool, flow, options.stop, options.on_progress, problems,
+                      options.on_phase)
         if retry and not options.confirm_only:
             phase.run("retry", lambda e: flow.retry(
                 e, retry[e.external_id].fingerprint, retry[e.external_id].row,

@@ -19,6 +19,7 @@ from runner.state import LEASE_TTL, StateStore
 log = logging.getLogger("runner")
 UNREACHABLE = "provider unreachable"
 Progress = Callable[[str, Entry[Any]], None]
+PhaseStart = Callable[[str, int], None]  # a phase's name and how many items it takes
 
 
 class Phase:
@@ -26,17 +27,21 @@ class Phase:
     once ``stop`` is set or the provider is unreachable (noted in ``problems``)."""
 
     def __init__(self, pool: ThreadPoolExecutor, flow: Flow[Any, Any], stop: threading.Event,
-                 on_progress: Progress | None, problems: list[str]) -> None:
+                 on_progress: Progress | None, problems: list[str],
+                 on_phase: PhaseStart | None = None) -> None:
         self.pool = pool
         self.flow = flow
         self.stop = stop
         self.on_progress = on_progress
+        self.on_phase = on_phase
         self.problems = problems
 
     def run(self, name: str, step: Callable[[Entry[Any]], Any],
             entries: list[Entry[Any]]) -> None:
         if entries and name != "poll":
             log.info("%s: %d item(s)", name, len(entries))
+        if entries and self.on_phase is not None:
+            self.on_phase(name, len(entries))
 
         def one(entry: Entry[Any]) -> None:
             if self.stop.is_set() or UNREACHABLE in self.problems:

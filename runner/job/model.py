@@ -80,9 +80,13 @@ class Provider(JobModel):
         description='"sandbox" (the embedded emulator), an https URL, or an http URL on '
         "this machine (a sandbox started with `runner sandbox serve`)",
     )
-    auth: Literal["basic", "hmac"] = "basic"
-    api_key: SecretStr = Field(min_length=1)
-    api_secret: SecretStr = Field(min_length=1)
+    auth: Literal["basic", "hmac"] = Field(
+        default="basic", description="basic: key and secret as user and password; hmac: the "
+        "digest headers (the collection service and the legacy Pay take basic only)")
+    api_key: SecretStr = Field(min_length=1, description='the API key; from the environment: '
+                               '"${RUNNER_API_KEY}"')
+    api_secret: SecretStr = Field(min_length=1, description="the API secret; from the "
+                                  'environment: "${RUNNER_API_SECRET}"')
     brand: str = Field(
         default="Svc", pattern=r"^[A-Za-z0-9]+$",
         description="brand part of the digest headers: X-<brand>-apikey, ...",
@@ -160,20 +164,27 @@ def _rows_format(path: str) -> Literal["csv", "jsonl"] | None:
 
 
 class Retry(JobModel):
-    attempts: int = Field(default=6, ge=1, le=100)
+    attempts: int = Field(default=6, ge=1, le=100, description="calls in all for a call "
+                          "that may be retried (refused connection, 503, 429), the first "
+                          "included; at most 100")
     max_wait: Wait = Field(default=parse_duration("60s"),
                            description="the longest wait between two attempts; at most 1d")
 
 
 class Run(JobModel):
     concurrency: int = Field(default=4, ge=1, le=CONCURRENCY_MAX,
-                             description="workers: calls in flight at once")
-    confirm: bool = True
+                             description="items worked on at once (calls in flight); at most "
+                             f"{CONCURRENCY_MAX}")
+    confirm: bool = Field(default=True, description="false: stop after creating, and "
+                          "confirm later with `runner confirm`")
     wait_for_final: LongWait = Field(
-        default=parse_duration("5m"), description="how long to follow confirmed items to their "
-        "final status; at most 7d")
-    retry: Retry = Field(default_factory=Retry)
-    on_invalid: Literal["stop", "skip"] = "stop"
+        default=parse_duration("5m"), description="how long a run follows what it confirmed "
+        "to a final status (seconds, or with a unit: 30s, 5m, 1h); 0: not at all; at most 7d")
+    retry: Retry = Field(default_factory=Retry, description="retries with backoff of calls "
+                         "that may be retried")
+    on_invalid: Literal["stop", "skip"] = Field(
+        default="stop", description="stop: nothing is sent when any item is invalid; skip: "
+        "the valid items are paid, the invalid listed")
     rate_limit: Decimal | None = Field(
         default=None, ge=Decimal("0.01"), le=10_000,
         description="at most this many provider requests per second")
@@ -199,7 +210,7 @@ class Smtp(JobModel):
     only (a local mail transfer agent), so neither a login nor the summary crosses a network
     in the clear."""
 
-    host: Line = Field(min_length=1)
+    host: Line = Field(min_length=1, description="the mail server")
     port: int = Field(default=587, ge=1, le=65535,
                       description="587 for STARTTLS, 465 for implicit TLS, 25 for plain SMTP")
     starttls: bool | None = Field(
@@ -235,16 +246,17 @@ class Smtp(JobModel):
 
 
 class Email(JobModel):
-    to: list[EmailAddress] = Field(min_length=1)
-    cc: list[EmailAddress] = Field(default_factory=list)
-    from_: EmailAddress = Field(alias="from")
+    to: list[EmailAddress] = Field(min_length=1, description="recipients")
+    cc: list[EmailAddress] = Field(default_factory=list, description="copied recipients")
+    from_: EmailAddress = Field(alias="from", description="the sender's address")
     subject: str | None = Field(
         default=None, description="Jinja template over summary and vars; default "
         'like "payroll-2026-11: 248 paid, 2 failed, 1 needs review"')
     send: Literal["always", "problems", "never"] = Field(
-        default="always", description="after each run: always; problems: only when an item "
-        "failed, was refused or invalid, needs a person, or the run did not end well; never")
-    smtp: Smtp
+        default="always", description="after each run that changed the summary (the same "
+        "summary is never mailed twice): always; problems: only when an item failed, was "
+        "refused or invalid, needs a person, or the run did not end well; never")
+    smtp: Smtp = Field(description="how to reach the mail server")
 
 
 class Summary(JobModel):
@@ -252,7 +264,7 @@ class Summary(JobModel):
         default=None, description="a .html.j2 or .txt.j2 Jinja template, relative to the job "
         "file; its sibling of the other kind is used when there is one, and the built-in "
         "templates for what is missing")
-    email: Email | None = None
+    email: Email | None = Field(default=None, description="mail the summary after a run")
 
     @field_validator("template")
     @classmethod
@@ -265,16 +277,22 @@ class Summary(JobModel):
 class Job(JobModel):
     """A batch: what to pay (items), through which provider, and how to run it."""
 
-    version: Literal[1]
-    name: str = Field(pattern=NAME_PATTERN, max_length=64)
+    version: Literal[1] = Field(description="the job file format's version: 1")
+    name: str = Field(pattern=NAME_PATTERN, max_length=64, description="the batch's "
+                      "identity, part of every external_id: a new batch needs a new name")
     kind: str = Field(json_schema_extra=_kinds_enum,
                       description="what the batch does; one of runner's kinds")
-    provider: Provider
-    vars: dict[str, Any] = Field(default_factory=dict)
-    defaults: dict[str, Any] = Field(default_factory=dict)
-    items: Items
-    run: Run = Field(default_factory=Run)
-    summary: Summary | None = None
+    provider: Provider = Field(description="where to send the calls, and with which "
+                               "credentials")
+    vars: dict[str, Any] = Field(default_factory=dict, description="free values for the "
+                                 "templates (vars.period ...)")
+    defaults: dict[str, Any] = Field(default_factory=dict, description="fields merged under "
+                                     "every item (deep merge); `runner schema --kind` lists "
+                                     "them")
+    items: Items = Field(description="the rows to pay and how each becomes an item")
+    run: Run = Field(default_factory=Run, description="how the run goes")
+    summary: Summary | None = Field(default=None, description="the summary's template and "
+                                    "email")
 
     _path: Path = PrivateAttr(default=Path("job.yaml"))
     _lines: Lines = PrivateAttr(default_factory=dict)

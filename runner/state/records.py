@@ -152,3 +152,9 @@ class RunRecord:
     counts: dict[str, int] = field(default_factory=dict)
     message: str = ""  # its closing message (why it stopped, when it did)
     approval: Approval | None = None
+    # What its summary said, as a digest (None: it ended with no summary), and whether that
+    # summary was emailed: a run whose summary says what the last one mailed said mails
+    # nothing. ``calls``: the calls it sent to the provider (the attempts table), by step.
+    digest: str | None = None
+    mailed: bool = False
+    calls: dict[str, int] = field(default_factory=dict)

@@ -8,11 +8,12 @@ the provider-side lookups by external_id (rule 3) recover, since external_ids ar
 deterministic.
 
 Tables (named migrations below): ``runs`` (one row per run: job, start, end, exit code,
-counts, closing message), ``leases`` (who runs a job now: host, pid,
-heartbeat), ``items`` (one row per external_id, the columns of ``ItemRecord``), ``attempts``
-(every call: item, step, a summary of the request, start and end, result, HTTP status,
-provider code and message), ``retries`` (each failed item sent again: the attempt that
-failed and the new external_id), ``approvals`` (who planned and approved an applied run).
+counts, closing message, the digest of its summary and whether it was mailed), ``leases``
+(who runs a job now: host, pid, heartbeat), ``items`` (one row per external_id, the columns
+of ``ItemRecord``), ``attempts`` (every call: item, step, a summary of the request, start
+and end, result, HTTP status, provider code and message), ``retries`` (each failed item sent
+again: the attempt that failed and the new external_id), ``approvals`` (who planned and
+approved an applied run).
 """
 
 from __future__ import annotations
@@ -96,6 +97,15 @@ def _lineage(db: Database) -> None:
         "approved_at": str}, pk="run_id")
 
 
+@migrations(name="0004_run_digest_mailed")
+def _digest(db: Database) -> None:
+    # What a run's summary said (a digest) and whether it was mailed: a run that changed
+    # nothing mails nothing. Calls are counted per run for the summary's run history.
+    db.table("runs").add_column("digest", str)
+    db.table("runs").add_column("mailed", int, not_null_default=0)
+    db.table("attempts").create_index(["run_id"])
+
+
 def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
     """The UPDATE of one item's columns (names are runner's own, never the job's)."""
     values = {**values, "updated_at": now_iso()}
@@ -107,6 +117,7 @@ def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, lis
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``hold_lease``).
 LOCK_WAIT = 10.0
+_RUN_COLUMNS = "id, started_at, ended_at, exit_code, counts, message, digest, mailed"
 
 
 class SqliteStore(StateStore):
@@ -201,10 +212,36 @@ class SqliteStore(StateStore):
         self._run("UPDATE runs SET counts = ? WHERE id = ?", [json.dumps(counts), run_id])
 
     def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
-                message: str = "") -> None:
-        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ?, message = ? "
-                  "WHERE id = ?",
-                  [now_iso(), exit_code, json.dumps(dict(counts)), message or None, run_id])
+                message: str = "", digest: str | None = None) -> None:
+        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ?, message = ?, "
+                  "digest = ? WHERE id = ?",
+                  [now_iso(), exit_code, json.dumps(dict(counts)), message or None, digest,
+                   run_id])
+
+    def note_mailed(self, run_id: int) -> None:
+        self._run("UPDATE runs SET mailed = 1 WHERE id = ?", [run_id])
+
+    def runs(self, job_name: str) -> list[RunRecord]:
+        rows = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_name = ? ORDER BY id",
+                          [job_name])
+        calls: dict[int, dict[str, int]] = {}
+        for row in self._rows("SELECT a.run_id, a.step, count(*) AS n FROM attempts a JOIN "
+                              "runs r ON r.id = a.run_id WHERE r.job_name = ? "
+                              "GROUP BY a.run_id, a.step", [job_name]):
+            calls.setdefault(row["run_id"], {})[row["step"]] = row["n"]
+        approvals = {r["run_id"]: r for r in self._rows(
+            "SELECT a.* FROM approvals a JOIN runs r ON r.id = a.run_id WHERE r.job_name = ?",
+            [job_name])}
+        lease = self._lease(job_name)
+        return [self._run_record(job_name, r, lease, approvals.get(r["id"]),
+                                 calls.get(r["id"], {})) for r in rows]
+
+    def answered_at(self, job_name: str, step: str) -> dict[str, str]:
+        rows = self._rows("SELECT a.external_id, max(a.finished_at) AS at FROM attempts a "
+                          "JOIN items i ON i.external_id = a.external_id WHERE "
+                          "i.job_name = ? AND a.step = ? AND a.result = 'ok' "
+                          "GROUP BY a.external_id", [job_name, step])
+        return {r["external_id"]: r["at"] for r in rows}
 
     def note_approval(self, run_id: int, approval: Approval) -> None:
         names = [f.name for f in fields(Approval)]
@@ -213,27 +250,36 @@ class SqliteStore(StateStore):
                   [run_id, *(getattr(approval, n) for n in names)])
 
     def latest_run(self, job_name: str) -> RunRecord | None:
-        leases = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
-                            [job_name])
-        lease = leases[0] if leases else None
-        rows = self._rows("SELECT id, started_at, ended_at, exit_code, counts, message "
-                          "FROM runs WHERE job_name = ? ORDER BY ended_at IS NULL, id DESC",
-                          [job_name])
+        lease = self._lease(job_name)
+        rows = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_name = ? "
+                          "ORDER BY ended_at IS NULL, id DESC", [job_name])
         chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
                       rows[0] if rows else None)
         if chosen is None:
             return None
+        approved = self._rows("SELECT * FROM approvals WHERE run_id = ?", [chosen["id"]])
+        return self._run_record(job_name, chosen, lease, approved[0] if approved else None)
+
+    def _lease(self, job_name: str) -> dict[str, Any] | None:
+        leases = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
+                            [job_name])
+        return leases[0] if leases else None
+
+    @staticmethod
+    def _run_record(job_name: str, row: dict[str, Any], lease: dict[str, Any] | None,
+                    approved: dict[str, Any] | None, calls: dict[str, int] | None = None
+                    ) -> RunRecord:
         state: Any = "ended"
-        if chosen["ended_at"] is None:
-            live = lease is not None and lease["run_id"] == chosen["id"] and \
+        if row["ended_at"] is None:
+            live = lease is not None and lease["run_id"] == row["id"] and \
                 time.time() - lease["heartbeat_at"] < LEASE_TTL
             state = "running" if live else "interrupted"
-        approved = self._rows("SELECT * FROM approvals WHERE run_id = ?", [chosen["id"]])
-        approval = Approval(**{k: v for k, v in approved[0].items() if k != "run_id"}) \
+        approval = Approval(**{k: v for k, v in approved.items() if k != "run_id"}) \
             if approved else None
-        return RunRecord(chosen["id"], job_name, chosen["started_at"], chosen["ended_at"],
-                         chosen["exit_code"], state, json.loads(chosen["counts"] or "{}"),
-                         chosen["message"] or "", approval)
+        return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],
+                         row["exit_code"], state, json.loads(row["counts"] or "{}"),
+                         row["message"] or "", approval, row["digest"], bool(row["mailed"]),
+                         calls or {})
 
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         token = uuid.uuid4().hex

@@ -60,9 +60,23 @@ class StateStore(ABC):
 
     @abstractmethod
     def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
-                message: str = "") -> None:
-        """The run's end: its exit code, the item states, and its closing message (why it
-        stopped, e.g. what the balances lacked), which later summaries show."""
+                message: str = "", digest: str | None = None) -> None:
+        """The run's end: its exit code, the item states, its closing message (why it
+        stopped, e.g. what the balances lacked), which later summaries show, and the digest
+        of the summary it ended with."""
+
+    @abstractmethod
+    def note_mailed(self, run_id: int) -> None:
+        """The run's summary was emailed."""
+
+    @abstractmethod
+    def runs(self, job_name: str) -> list[RunRecord]:
+        """Every run of the job, oldest first, with the calls each sent (by step)."""
+
+    @abstractmethod
+    def answered_at(self, job_name: str, step: str) -> dict[str, str]:
+        """external_id -> when the provider answered the job's latest ``step`` call for it
+        (``confirm``: when it was confirmed)."""
 
     @abstractmethod
     def note_approval(self, run_id: int, approval: Approval) -> None:

@@ -1,10 +1,12 @@
 """Summaries of a job: what it came to, from the state database, as text, HTML, JSON and
-CSV, written under the state folder's ``reports/`` and emailed (DESIGN.md, "summary:").
+CSV, written under the state folder's ``reports/`` and emailed (the job's ``summary:``).
 
-``model`` builds the ``Summary`` (the batch's one read model; ``status`` gives its terminal
-lines); ``render`` runs the Jinja templates (the job's, then the
-built-in ones in ``templates/``); ``items_csv`` writes the full list; ``mail`` sends it;
-``reports`` ties them together for the end of a run and for ``runner report``.
+``model`` builds the ``Summary`` (the batch's one read model, of ``lines.ItemLine``s and
+``totals``; ``status`` gives its terminal lines); ``amounts`` writes money as accountants
+do; ``render``
+runs the Jinja templates (the job's, then the built-in ones in ``templates/``); ``items_csv``
+writes the full list; ``mail`` sends it; ``reports`` ties them together for the end of a run
+(once per change) and for ``runner report``.
 """
 
 from runner.summary.model import Summary, build_summary

@@ -1,4 +1,11 @@
-"""The full list of a job's items as CSV: one row per item, for a spreadsheet.
+"""The full list of a job's items as CSV: one row per item, for a spreadsheet and for the bank
+reconciliation.
+
+Amounts are plain machine numbers at their currency's decimals (``1500.50``, ``1500`` for
+JPY: no grouping, no currency sign); the provider's status is split into its code (where the
+provider has numeric ones) and its name; times are UTC, ISO 8601: when the item was first
+recorded, when the provider answered the call that moves its money (confirmed), and when it
+reached its final status.
 
 Cells are written as text; a text cell that a spreadsheet would take for a formula (it starts
 with =, +, -, @, a tab or a carriage return) is prefixed with an apostrophe, because names and
@@ -9,13 +16,19 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import UTC, datetime
 from decimal import Decimal
 
-from runner.summary.model import Summary
+from runner.summary.amounts import plain_amount
+from runner.summary.model import ItemLine, Summary
 
 COLUMNS = ("external_id", "row", "state", "beneficiary", "identifier", "payer_id", "step",
-           "status", "source_currency", "source_amount", "fee", "destination_currency",
-           "destination_amount", "transaction_id", "code", "message", "check")
+           "status_code", "status_name", "source_currency", "source_amount", "fee",
+           "destination_currency", "destination_amount", "transaction_id", "code", "message",
+           "check", "created_at", "confirmed_at", "final_at")
+# Amount columns and the currency each is written in (a fee is in the source currency).
+_AMOUNTS = {"source_amount": "source_currency", "fee": "source_currency",
+            "destination_amount": "destination_currency"}
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -24,8 +37,17 @@ def items_csv(summary: Summary) -> str:
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(COLUMNS)
     for item in summary.items:
-        writer.writerow([csv_cell(getattr(item, column)) for column in COLUMNS])
+        writer.writerow([_cell(item, column) for column in COLUMNS])
     return out.getvalue()
+
+
+def _cell(item: ItemLine, column: str) -> str:
+    value = getattr(item, column)
+    if column in _AMOUNTS:
+        return plain_amount(value, getattr(item, _AMOUNTS[column]))
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return csv_cell(value)
 
 
 def csv_cell(value: object) -> str:

@@ -25,6 +25,10 @@ log = logging.getLogger("runner")
 
 
 def should_send(email: Email, summary: Summary) -> bool:
+    """After a run: when its summary says something the last one mailed did not, and
+    ``send`` is ``always``, or ``problems`` and there is one."""
+    if not summary.changed:
+        return False
     return email.send == "always" or (email.send == "problems" and summary.problems)
 
 

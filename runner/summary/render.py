@@ -15,7 +15,6 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import JobError, JobErrors, SummaryError
 from runner.job import Job
+from runner.summary.amounts import money_text, number_text
 from runner.summary.model import Summary
 
 BUILT_IN_TEXT, BUILT_IN_HTML = "runner/summary.txt.j2", "runner/summary.html.j2"
@@ -101,7 +101,7 @@ def templates_of(job: Job) -> Templates:
         loader=ChoiceLoader(loaders), undefined=StrictUndefined,
         autoescape=lambda name: name is not None and not name.endswith(".txt.j2"),
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(money=money, when=when, duration=duration)
+    env.filters.update(money=money_text, number=number_text, when=when, duration=duration)
     subject = job.summary.email.subject if job.summary and job.summary.email else None
     return Templates(env, text, html, subject, dict(job.vars))
 
@@ -143,10 +143,6 @@ def _describe(exc: Exception) -> str:
     where = "" if name is None else f"{name}:{line}: " if line else f"{name}: "
     message = exc.message if isinstance(exc, TemplateError) else None
     return f"{where}{type(exc).__name__}: {message or exc}"
-
-
-def money(value: Decimal | None) -> str:
-    return "" if value is None else f"{value:,}"
 
 
 def when(value: datetime | None) -> str:

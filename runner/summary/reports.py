@@ -3,8 +3,12 @@ and emailed as the job's ``summary.email`` says.
 
 At the end of a run the files are written before any email is tried, so a mail server that
 cannot be reached costs nothing but the email: the summary is on disk, the failure is logged,
-and the command line turns it into exit code 3 (unless the run itself ended worse). Item
-state is never touched here: the state database is only read.
+and the command line turns it into exit code 3 (unless the run itself ended worse).
+
+Once per change: a run whose summary says what the one before it said (the same digest,
+``Summary.digest``) writes no files, and one whose summary says what the last one emailed
+said mails nothing, whatever ``send`` says; ``runner report --email`` sends on demand. Item
+state is never touched here: of the state, only a run's ``mailed`` mark is written.
 """
 
 from __future__ import annotations
@@ -81,9 +85,40 @@ def report_base(summary: Summary, folder: Path) -> Path:
     return base
 
 
-def conclude(job: Job, templates: Templates, summary: Summary, folder: Path) -> Delivery:
+def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
+             state_path: Path | None = None) -> Delivery:
     """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
-    template), then emailed when the job asks; an email failure is logged and returned."""
+    template), then emailed when the job asks; an email failure is logged and returned.
+    A summary that says what the previous run's said is not written again, and one that
+    says what the last emailed said is not mailed; a mailed one is marked so in the state
+    at ``state_path``."""
+    email = job.summary.email if job.summary else None
+    mail = email is not None and should_send(email, summary)
+    if summary.run is not None and not summary.run.changed:
+        if not mail:
+            log.info("nothing changed since the previous run's summary: not written or "
+                     "mailed again (`runner report` shows it)")
+            return Delivery([])
+        # Unchanged, but the last change was never mailed (its email failed): mail it now.
+        rendered, files = render_all(summary, templates), list[Path]()
+    else:
+        rendered, files = _write(summary, templates, folder)
+    if not mail:
+        return Delivery(files)
+    try:
+        emailed = email_summary(job, rendered)
+    except EmailNotSent as exc:
+        where = files[1] if files else "the state (`runner report`)"
+        log.error("summary email not sent: %s; the summary is in %s", exc, where)
+        return Delivery(files, error=exc)
+    if state_path is not None and summary.run is not None:
+        with open_store(state_path) as store:
+            store.note_mailed(summary.run.id)
+    return Delivery(files, emailed)
+
+
+def _write(summary: Summary, templates: Templates, folder: Path) -> tuple[Rendered, list[Path]]:
+    """The summary's files under ``folder`` (the CSV first: it needs no template)."""
     try:
         private_folder(folder)  # beneficiaries' names and amounts: for the owner's eyes
         base = report_base(summary, folder)
@@ -99,14 +134,7 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path) -> 
     except OSError as exc:
         raise SummaryError(f"cannot write the summary under {folder}: {exc}") from None
     log.info("summary written to %s (.txt, .html, .csv)", base)
-    email = job.summary.email if job.summary else None
-    if email is None or not should_send(email, summary):
-        return Delivery(files)
-    try:
-        return Delivery(files, email_summary(job, rendered))
-    except EmailNotSent as exc:
-        log.error("summary email not sent: %s; the summary is in %s", exc, files[1])
-        return Delivery(files, error=exc)
+    return rendered, files
 
 
 def email_summary(job: Job, rendered: Rendered) -> list[str]:

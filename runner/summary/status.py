@@ -3,6 +3,7 @@ after its last call. A view of the one read model (``Summary``), like every repo
 
 from __future__ import annotations
 
+from runner.summary.amounts import number_text
 from runner.summary.model import Summary
 
 # The item states in the first line; refused and invalid items have lines of their own (they
@@ -17,8 +18,8 @@ def status_lines(summary: Summary) -> list[str]:
     lines = [f"{summary.job}: {len(summary.items)} items: {counts or 'none yet'}"]
     for t in summary.totals:
         if t.senders:
-            fees = f", fees {t.fees:,}" if t.fees_known else ""
-            lines.append(f"  {t.currency}: sent {t.sent:,}{fees}")
+            fees = f", fees {number_text(t.fees, t.currency)}" if t.fees_known else ""
+            lines.append(f"  {t.currency}: sent {number_text(t.sent, t.currency)}{fees}")
     for i in summary.items:
         if i.state == "failed":
             lines.append(f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}")

@@ -1,0 +1,214 @@
+"""What ``runner run`` (and ``apply``, ``confirm``) shows while it works, and the colour of
+what it prints at the end.
+
+On a terminal: one bar per phase (prepare, confirm, poll ...) drawn by rich, with the count
+done of the total, the rate and the time left; log lines are printed above the bars (the
+"runner" logger goes through rich's console while the run lasts), warnings in yellow and
+errors in red. Without a terminal (cron): the log lines as they are, plus a heartbeat line
+every 30 s of a long phase (``poll: 1761/2000 final``), so a long ``wait_for_final`` is not
+silent. ``NO_COLOR`` (any value) turns colour off, as https://no-color.org asks; rich reads
+it itself.
+
+The engine calls ``phase(name, total)`` as a phase starts and ``step(name, entry)`` after
+each item (``RunOptions.on_phase``, ``on_progress``). ``poll`` runs in rounds over what is
+not final yet: its bar counts items final out of those it follows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+log = logging.getLogger("runner")
+HEARTBEAT = 30.0  # seconds of a phase between two plain progress lines
+POLL = "poll"
+_LEVELS = {logging.WARNING: "yellow", logging.ERROR: "bold red", logging.CRITICAL: "bold red"}
+
+
+class RunProgress:
+    """Counts per phase; shows nothing (``-q``). A context manager for the run's length."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.totals: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+
+    def __enter__(self) -> RunProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def phase(self, name: str, total: int) -> None:
+        with self.lock:
+            if name == POLL and name in self.totals:
+                # A new round over what is still not final: the rest are final.
+                self.done[name] = self.totals[name] - total
+            else:
+                self.totals[name], self.done[name] = total, 0
+            self.started(name)
+
+    def step(self, name: str, entry: Any) -> None:
+        with self.lock:
+            if name != POLL or entry.record.step == "final":
+                self.done[name] = self.done.get(name, 0) + 1
+                self.moved(name)
+
+    def line(self, name: str) -> str:
+        """``prepare: 437/2000``; ``poll: 1761/2000 final``."""
+        final = " final" if name == POLL else ""
+        return f"{name}: {self.done.get(name, 0)}/{self.totals.get(name, 0)}{final}"
+
+    def started(self, name: str) -> None:
+        """A phase (or a poll round) began; under the lock."""
+
+    def moved(self, name: str) -> None:
+        """An item of the phase was done; under the lock."""
+
+
+class PlainProgress(RunProgress):
+    """No terminal: a heartbeat log line every ``every`` seconds of a phase."""
+
+    def __init__(self, every: float = HEARTBEAT, clock: Callable[[], float] = time.monotonic,
+                 tick: float = 1.0) -> None:
+        super().__init__()
+        self.every, self.clock, self.tick = every, clock, tick
+        self.current: str | None = None
+        self.last = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> PlainProgress:
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="progress")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def started(self, name: str) -> None:
+        if name != self.current:
+            self.current, self.last = name, self.clock()
+
+    def beat(self) -> None:
+        """Log the current phase's count when ``every`` seconds passed since the last."""
+        with self.lock:
+            if self.current is None or self.clock() - self.last < self.every:
+                return
+            self.last = self.clock()
+            line = self.line(self.current)
+        log.info("%s", line)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.tick):
+            self.beat()
+
+
+class _Rate(ProgressColumn):
+    """Items per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.1f}/s", style="cyan")
+
+
+class BarProgress(RunProgress):
+    """A terminal: rich's bars on stderr, one per phase, and the log lines above them."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        super().__init__()
+        self.console = console or Console(stderr=True)
+        self.bars = Progress(
+            TextColumn("{task.description:<10}", style="bold"),
+            BarColumn(complete_style="green", finished_style="green"),
+            MofNCompleteColumn(), _Rate(), TextColumn("elapsed"), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn(), console=self.console,
+            refresh_per_second=8)
+        self.tasks: dict[str, TaskID] = {}
+        self._handlers: list[logging.Handler] = []
+        self._live = False
+
+    def __enter__(self) -> BarProgress:
+        self._handlers = log.handlers[:]
+        formatter = self._handlers[0].formatter if self._handlers else None
+        log.handlers[:] = [_ConsoleHandler(self.console, formatter)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live:
+            self.bars.stop()
+        log.handlers[:] = self._handlers
+
+    def started(self, name: str) -> None:
+        if not self._live:  # after the question: the bars start with the first phase
+            self.bars.start()
+            self._live = True
+        label = "poll final" if name == POLL else name
+        if name not in self.tasks:
+            self.tasks[name] = self.bars.add_task(label, total=self.totals[name])
+        self.bars.update(self.tasks[name], completed=self.done[name])
+
+    def moved(self, name: str) -> None:
+        self.bars.update(self.tasks[name], completed=self.done[name])
+
+
+class _ConsoleHandler(logging.Handler):
+    """Log records through rich's console: above the bars, coloured by level."""
+
+    def __init__(self, console: Console, formatter: logging.Formatter | None) -> None:
+        super().__init__()
+        self.console = console
+        if formatter is not None:
+            self.setFormatter(formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(Text(self.format(record), style=_LEVELS.get(record.levelno, "")),
+                               soft_wrap=True)
+        except Exception:  # noqa: BLE001 - logging must never stop a run
+            self.handleError(record)
+
+
+def progress_for(terminal: bool, quiet: bool) -> RunProgress:
+    """Bars on a terminal, heartbeats without one, nothing with ``-q``."""
+    if quiet:
+        return RunProgress()
+    return BarProgress() if terminal else PlainProgress()
+
+
+def colour() -> bool | None:
+    """click's ``color``: None (click decides by the stream) unless NO_COLOR is set."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
+_STYLES = (("  failed", "red"), ("  in doubt", "magenta"), ("  needs a person", "magenta"),
+           ("  refused", "red"), ("  invalid", "red"))
+
+
+def echo_status(lines: Iterable[str]) -> None:
+    """A batch's closing lines on stdout: the first bold, the problems in colour (only on a
+    terminal, and never with NO_COLOR)."""
+    for n, line in enumerate(lines):
+        fg = next((c for prefix, c in _STYLES if line.startswith(prefix)), None)
+        click.secho(line, fg=fg, bold=n == 0, color=colour())

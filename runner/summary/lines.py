@@ -1,0 +1,188 @@
+"""One item as every report shows it (``ItemLine``), made from its state record: who (names
+and masked identifiers), how much, where it is (the provider's status, as a name and, where
+the provider has one, a numeric code), when (recorded, confirmed, final), what went wrong and
+what a person should check. The read model (``model.Summary``) holds a list of these.
+
+Nothing secret reaches a line: beneficiaries come from the items' ``summary`` column, and
+every text taken from the provider is scrubbed of the job's credentials and of anything
+shaped like a card number (``Scrubber``).
+
+An item's ``details`` column (JSON: what the provider gave to finish or show the item, like a
+merchant payment's QR code and instructions, a payment order's ``payment_url``, the ids of an
+onboarding chain) becomes ``Detail`` lines, whatever the kind: a name and a text, or, for a
+list of ``{channel, steps}`` objects, the instructions by channel.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from runner.cards import luhn
+from runner.state import ItemRecord
+
+NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
+                            "or the item changed after its payment started",
+                "unknown": "the outcome of a call could not be learnt: check the payment at "
+                           "the provider before anything else"}
+_CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """How to pay through one channel (USSD, an app ...): steps in order."""
+
+    channel: str
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One entry of an item's details: ``value`` text, or ``instructions`` by channel."""
+
+    name: str
+    value: str = ""
+    instructions: tuple[Instruction, ...] = ()
+
+
+@dataclass(frozen=True)
+class ItemLine:
+    """One item as reports show it; amounts are None until the provider quoted them.
+
+    ``status`` is what the provider's record says as the state keeps it; ``status_code`` and
+    ``status_name`` split it for a reader (the money transfer service's ``70000`` is
+    ``COMPLETED``; a payment order's ``Authorized`` has no code)."""
+
+    external_id: str
+    row: int
+    state: str
+    beneficiary: str
+    identifier: str
+    payer_id: int | None
+    step: str
+    status: str
+    source_currency: str
+    source_amount: Decimal | None
+    fee: Decimal | None
+    destination_currency: str
+    destination_amount: Decimal | None
+    transaction_id: int | str | None
+    code: str
+    message: str
+    check: str  # what a person should look at, or ""
+    details: tuple[Detail, ...] = ()
+    intent: str = ""  # the call whose answer is not known yet (in doubt)
+    status_code: str = ""
+    status_name: str = ""
+    created_at: datetime | None = None  # first recorded
+    confirmed_at: datetime | None = None  # the provider answered the call that moves money
+    final_at: datetime | None = None  # it ended settled or failed (as runner learnt it)
+
+
+def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -> ItemLine:
+    who = json.loads(r.summary or "{}")
+    ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
+    status = r.status or ""
+    coded = status.isdigit()
+    return ItemLine(
+        external_id=r.external_id, row=r.row, state=r.state,
+        beneficiary=clean(who.get("beneficiary") or ""), identifier=clean(ident),
+        payer_id=who.get("payer_id"), step=r.step or "", status=status,
+        source_currency=r.source_currency or "", source_amount=r.source_amount,
+        fee=r.fee, destination_currency=r.destination_currency or "",
+        destination_amount=r.destination_amount,
+        transaction_id=r.transaction_id, code=clean(r.error_code or ""),
+        message=clean(r.error_message or r.status_message or ""),
+        check=clean(_check(r)), details=_details(r.details, clean), intent=r.intent or "",
+        status_code=status if coded else "",
+        status_name=clean((r.status_message or "") if coded else status),
+        created_at=when(r.created_at), confirmed_at=when(confirmed_at),
+        final_at=when(r.updated_at) if r.state in ("settled", "failed") else None)
+
+
+def when(text: str | None) -> datetime | None:
+    return None if not text else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _details(text: str | None, clean: Scrubber) -> tuple[Detail, ...]:
+    """The details column as lines: scalars as text, nested objects by dotted name, lists of
+    ``{channel, steps}`` as instructions, other lists joined."""
+    if not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (Detail("details", clean(text)),)
+    if not isinstance(value, dict):
+        return (Detail("details", clean(_text(value))),)
+    return tuple(_detail_lines(value, "", clean))
+
+
+def _detail_lines(values: dict[str, Any], prefix: str, clean: Scrubber) -> Iterable[Detail]:
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if value is None or value == "" or value == [] or value == {}:
+            continue
+        if isinstance(value, dict):
+            yield from _detail_lines(value, f"{name}.", clean)
+        elif isinstance(value, list) and all(
+                isinstance(v, dict) and "steps" in v for v in value):
+            yield Detail(name, instructions=tuple(
+                Instruction(clean(_text(v.get("channel") or "")),
+                            tuple(clean(_text(s)) for s in v.get("steps") or ()))
+                for v in value))
+        elif isinstance(value, list):
+            yield Detail(name, clean(", ".join(_text(v) for v in value)))
+        else:
+            yield Detail(name, clean(_text(value)))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def _check(r: ItemRecord) -> str:
+    state = r.state
+    if state == "in_doubt":
+        return (f"the {r.intent} call was sent and its answer lost: look up the transaction "
+                f"with external_id {r.ref} at the provider; the next run does this itself "
+                f"before sending anything")
+    if state in NEEDS_PERSON:
+        return r.error_message or NEEDS_PERSON[state]
+    if state == "pending" and r.step == "confirmed":
+        return (f"confirmed, status {r.status or 'unknown'}: not final yet; the next run "
+                f"follows it")
+    if state == "pending":
+        return f"not confirmed yet (stopped at {r.step}); the next run continues it"
+    if state == "awaiting_confirm":
+        return "created, not confirmed: `runner confirm` sends it"
+    return ""
+
+
+class Scrubber:
+    """Blanks the job's secrets and masks card-shaped numbers (Luhn-valid, 13-19 digits)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Very short values would blank ordinary words; real credentials are longer.
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return _CARD.sub(_mask_card, text)
+
+
+def _mask_card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match[0])
+    if not luhn(digits):
+        return match[0]
+    return "*" * (len(digits) - 4) + digits[-4:]

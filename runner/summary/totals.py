@@ -1,0 +1,114 @@
+"""A batch's money per currency, from its items: what settled items sent, cost and received,
+what was planned and where it is (paid, failed, pending, to check), and the average rate per
+pair of currencies. Part of the read model (``model.Summary.totals`` and ``rates``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from runner.summary.lines import ItemLine
+
+# Where an item's money is, by its state: planned = paid + failed + pending + to check.
+MONEY = {"settled": "paid", "failed": "failed", "pending": "pending",
+         "awaiting_confirm": "pending", "conflict": "to check", "unknown": "to check",
+         "in_doubt": "to check"}
+
+
+@dataclass(frozen=True)
+class CurrencyTotal:
+    """One currency's money. Settled items: ``sent`` and ``fees`` in a source currency,
+    ``received`` in a destination (``fees_known``: some item sent in this currency has a fee
+    from the provider; the kinds whose provider shows none leave fees and cost unsaid,
+    rather than claim 0). The rest of what was planned in a source currency: ``failed``
+    (nothing paid), ``pending`` (on its way) and ``review`` (needs a person to tell)."""
+
+    currency: str
+    sent: Decimal = Decimal(0)
+    fees: Decimal = Decimal(0)
+    received: Decimal = Decimal(0)
+    fees_known: bool = False
+    senders: int = 0  # settled items sent in this currency
+    failed: Decimal = Decimal(0)
+    pending: Decimal = Decimal(0)
+    review: Decimal = Decimal(0)
+
+    @property
+    def cost(self) -> Decimal:
+        return self.sent + self.fees
+
+    @property
+    def planned(self) -> Decimal:
+        return self.sent + self.failed + self.pending + self.review
+
+    @property
+    def not_paid(self) -> Decimal:
+        return self.planned - self.sent
+
+    @property
+    def parts(self) -> list[tuple[str, Decimal, Decimal]]:
+        """(paid | failed | pending | to check, amount, percent of planned), those not 0:
+        the stacked bar's segments."""
+        planned = self.planned
+        if not planned:
+            return []
+        shares = (("paid", self.sent), ("failed", self.failed), ("pending", self.pending),
+                  ("to check", self.review))
+        return [(name, amount, (amount * 100 / planned).quantize(Decimal("0.1")))
+                for name, amount in shares if amount]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What settled items from one currency into another came to: the average rate."""
+
+    source: str
+    destination: str
+    sent: Decimal
+    received: Decimal
+    items: int
+
+    @property
+    def rate(self) -> Decimal:
+        return (self.received / self.sent).quantize(Decimal("0.0001"))
+
+
+def totals_of(items: list[ItemLine]) -> list[CurrencyTotal]:
+    sums: dict[str, dict[str, Any]] = {}
+
+    def add(currency: str, name: str, amount: Decimal) -> None:
+        values = sums.setdefault(currency, {})
+        values[name] = values.get(name, Decimal(0)) + amount
+
+    for i in items:
+        group = MONEY.get(i.state)
+        if group == "paid" and i.destination_currency and i.destination_amount is not None:
+            add(i.destination_currency, "received", i.destination_amount)
+        if group is None or not i.source_currency or i.source_amount is None:
+            continue
+        if group != "paid":
+            add(i.source_currency, {"to check": "review"}.get(group, group), i.source_amount)
+            continue
+        add(i.source_currency, "sent", i.source_amount)
+        sums[i.source_currency]["senders"] = sums[i.source_currency].get("senders", 0) + 1
+        if i.fee is not None:
+            add(i.source_currency, "fees", i.fee)
+            sums[i.source_currency]["fees_known"] = True
+    return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
+
+
+def rates_of(items: list[ItemLine]) -> list[Rate]:
+    pairs: dict[tuple[str, str], list[Decimal]] = {}
+    for i in items:
+        if i.state != "settled" or i.source_amount is None or i.destination_amount is None \
+                or not i.source_currency or i.destination_currency in ("",
+                                                                       i.source_currency):
+            continue
+        sums = pairs.setdefault((i.source_currency, i.destination_currency),
+                                [Decimal(0), Decimal(0), Decimal(0)])
+        sums[0] += i.source_amount
+        sums[1] += i.destination_amount
+        sums[2] += 1
+    return [Rate(s, d, sent, received, int(n)) for (s, d), (sent, received, n)
+            in sorted(pairs.items()) if sent]

@@ -1,0 +1,60 @@
+"""A summary that scales: the email of a 10,000-item batch with 500 failures stays under
+100 KB without its CSV (each list shows 50 items and says how many more the CSV has), and
+the CSV still lists every item. The batch is written into a state database directly
+(``benchmarks/summary_email.py``, which prints the same figures)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from runner.job import load_job
+from runner.state import open_store
+from runner.summary import check_summary, render_all, summary_of
+from runner.summary.mail import compose
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("summary_email",
+                                                  BENCHMARKS / "summary_email.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_email_of_10000_items_with_500_failures_is_under_100_kb(tmp_path: Path) -> None:
+    made = bench()
+    (tmp_path / "job.yaml").write_text(made.JOB, encoding="utf-8")
+    job = load_job(tmp_path / "job.yaml")
+    with open_store(tmp_path / "s.sqlite") as store:
+        made.batch(store, 10_000, 500, 300, 50)
+        summary = summary_of(job, store)
+    rendered = render_all(summary, check_summary(job))
+    assert job.summary is not None and job.summary.email is not None
+    message = compose(job.summary.email, summary, rendered.subject, rendered.text,
+                      rendered.html, rendered.csv, rendered.csv_name)
+    alternative = message.get_payload()[0]
+    assert [p.get_content_type() for p in alternative.iter_parts()] == [
+        "text/plain", "text/html"]
+    assert len(alternative.as_bytes()) < 100_000
+    assert rendered.subject == ("payroll-2026-11: 9,150 paid (EUR 5,013,716.75), 500 failed "
+                                "(EUR 174,997.50), 50 need review, 300 pending")
+    text = rendered.text
+    assert "Failed (500):\n" in text and "  ... and 450 more: every item is in the CSV.\n" in text
+    assert "Pending (300):\n" in text and "  ... and 250 more: every item is in the CSV.\n" in text
+    assert text.count(": 30200 REJECTED-INVALID-BENEFICIARY\n") == 50
+    assert ("  EUR  planned 5,459,950.00 = paid 5,013,716.75 + failed 174,997.50 + pending "
+            "224,998.50 + to check 46,237.25; not paid 446,233.25\n") in text
+    html = rendered.html
+    assert "... and 450 more: every item is in the attached CSV." in html
+    # The stacked bar: widths of paid, failed, pending and to check, by amount.
+    assert ['width="91.8%" bgcolor="#2e7d32"', 'width="3.2%" bgcolor="#c62828"',
+            'width="4.1%" bgcolor="#f9a825"', 'width="0.8%" bgcolor="#6a1b9a"'] == [
+        part.split(" style")[0].removeprefix("<td ") for part in html.split("\n")
+        if part.startswith('<td width="')]
+    assert "<svg" not in html and "<style" not in html and "<script" not in html
+    assert len(rendered.csv.splitlines()) == 10_001
