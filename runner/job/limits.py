@@ -1,4 +1,4 @@
-"""The bounds a job is held to, in one place (README.md, "Limits").
+"""The bounds a job is held to, in one place (docs/job-files.md, "Limits").
 
 A job file, its rows and its templates come from people and from other programs' exports;
 whatever they hold, loading them ends in bounded time and memory with an error naming the

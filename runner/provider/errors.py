@@ -11,7 +11,7 @@ below decide, no caller decides again:
 - by code and message (``BY_MESSAGE``), where one code covers many business rules:
   collection-service.md has no code of its own for a reused external_id, so the service
   answers it with 2001201 ("operation not allowed", every business rule) worded "External
-  ID has already been used: ..." (README), and the Pay passes it on as 2500. That wording
+  ID has already been used: ..." (docs/sandbox.md), and the Pay passes it on as 2500. That wording
   makes it a ``DuplicateExternalId`` (fetch it, adopt it) where the call has a lookup by
   external_id, and a ``DuplicateWithoutLookup`` (a person checks) where it has none
   (``WITHOUT_LOOKUP``). The same code says a quotation expired (``QuotationExpired``) or

@@ -1,7 +1,7 @@
 """Provider error answers: ``{"errors": [{"code", "message"}]}`` with an HTTP status.
 
 The documents list the codes but not their HTTP statuses; this table is the sandbox's
-decision (and the README's): authentication 401, not-found codes 404, service
+decision (and docs/sandbox.md's): authentication 401, not-found codes 404, service
 unavailable 503, unexpected errors 500, every other refusal 400; and, outside the table,
 429 for too many calls and 413 for a body over the limit.
 
@@ -88,7 +88,7 @@ def http_status(code: str) -> int:
 
 # ---------------------------------------------------------------- collection service
 # Document 1 (payment orders, operations, accounts, onboarding) has codes of its own; their
-# HTTP statuses are the sandbox's decision (README): 403, 500 for technical errors at the
+# HTTP statuses are the sandbox's decision (docs/sandbox.md): 403, 500 for technical errors at the
 # provider or at a remote payment server, 503 when the remote server says retry later, and
 # 400 for the rest (1000400, 1001001, 2001101, 2001201, 2001301).
 COLLECTION_MESSAGES = {
