@@ -43,9 +43,10 @@ ENUMS = {
 
 
 # The longest text a field takes. The documents give no lengths ("size limits ... not shown"):
-# these are runner's, as docs/job-files.md ("Limits") lists them. Identifiers by their standards (with
-# room for the spaces people type in them), names and references 100 characters, free text
-# 1,000, URLs 2,048, e-mail addresses 254 (RFC 5321), any other field 255.
+# these are runner's, as docs/job-files.md ("Limits") lists them. Identifiers by their
+# standards (with room for the spaces people type in them), names and references 100
+# characters, free text 1,000, URLs 2,048, e-mail addresses 254 (RFC 5321), any other field
+# 255.
 TEXT_MAX = 255
 NAME_MAX = 100
 TEXT_LIMITS: dict[str, int] = {
