@@ -11,11 +11,14 @@
    recorded of the batch and no summary); then the new items are recorded.
 4. Retry (``--retry-failed``): failed items sent again under a new external_id, each once
    the provider shows the attempt that failed final and unpaid.
-5. Prepare: quotation and transaction for each item not yet created.
-6. Pre-flight: the quoted cost of what is to be confirmed against the balances; when it
-   cannot be covered nothing is confirmed (exit 4) unless ``allow_partial``.
-7. Confirm (skipped with ``confirm: false``: the items wait for ``runner confirm``).
-8. Poll what is confirmed but not final, until final or ``wait_for_final``.
+5. Look up each money-moving call in doubt (its answer lost), before anything else is sent.
+6. Windows (``runner.engine.windows``), each sized so that no quotation outlives its TTL:
+   prepare (quotation and transaction for each item not yet created); the pre-flight (the
+   window's quoted cost plus what the later windows are estimated to cost, against the
+   balances: when they cannot cover it nothing more is confirmed, exit 4, unless
+   ``allow_partial``); confirm (skipped with ``confirm: false``: the items wait for
+   ``runner confirm``).
+7. Poll what is confirmed but not final, until final or ``wait_for_final``.
 
 State is written as each call goes (``runner.state``), so a run killed at any instant is
 resumed by the next one; a Ctrl-C lets calls in flight finish and be recorded.
@@ -30,6 +33,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +45,10 @@ from runner.engine.phases import (
     PhaseStart,
     Progress,
     poll,
-    preflight,
 )
-from runner.engine.plan import CHANGED, Plan, make_plan, needs
+from runner.engine.plan import CHANGED, Plan, draws_funds, make_plan, needs
 from runner.engine.plan_file import AppliedPlan, compare, restrict
+from runner.engine.windows import Rest, Windows, shortfall
 from runner.errors import LeaseHeld, ProviderDown
 from runner.job import Job
 from runner.kinds import kind_named
@@ -192,7 +196,6 @@ def _phases(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan,
             entries: list[Entry[Any]]) -> _Ending:
     retry = {p.external_id: p for p in plan.of("retry")}
     workers = options.concurrency or job.run.concurrency
-    confirm = job.run.confirm if options.confirm is None else options.confirm
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
         phase = Phase(pool, flow, options.stop, options.on_progress, problems,
@@ -204,29 +207,13 @@ def _phases(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan,
         todo = [e for e in entries if e.record.step != "final"
                 and e.record.outcome not in SKIP]
         earlier = {e.external_id for e in todo if e.record.step == "confirmed"}
-        if not options.confirm_only:
-            phase.run("prepare", flow.prepare, [e for e in todo if flow.needs_prepare(e)])
         # A money-moving call in doubt may have moved money already: learn its fate before
-        # counting costs for the pre-flight or leaving it for `runner confirm`.
+        # counting costs for the funds check or leaving it for `runner confirm`.
         phase.run("look up", flow.settle_doubt,
                   [e for e in todo if e.record.intent == flow.commit_step])
-        ready = [e for e in todo if flow.ready(e) and not e.record.intent
-                 and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
-        if not confirm:
-            for e in ready:
-                flow.update(e, outcome="awaiting_confirm")
-        elif ready and not options.stop.is_set() and not problems:
-            try:
-                short = preflight(flow, ready)
-            except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
-                log.error("provider unreachable: %s", exc)
-                problems.append(UNREACHABLE)
-            else:
-                if short and not options.allow_partial:
-                    return _Ending(FUNDS_SHORT, f"{short}: nothing was confirmed "
-                                                f"(--allow-partial confirms what the balance "
-                                                f"covers)", short)
-                phase.run(flow.commit_step, flow.commit, ready)
+        ending = _windows(job, options, flow, phase, todo, _estimates(flow, plan), workers)
+        if ending is not None:
+            return ending
         poll(flow, phase, entries, float(job.run.wait_for_final), earlier, options.clock,
              options.sleep)
     if UNREACHABLE in problems:
@@ -234,3 +221,55 @@ def _phases(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan,
     if options.stop.is_set():
         return _Ending(1, "interrupted; run again to resume")
     return _Ending()
+
+
+def _estimates(flow: Flow[Any, Any], plan: Plan) -> dict[str, tuple[str, Decimal]]:
+    """external_id -> (balance, estimated cost) of the items to pay that draw funds."""
+    found: dict[str, tuple[str, Decimal]] = {}
+    for p in plan.to_pay:
+        if p.balance is not None and p.price is not None and draws_funds(p, flow):
+            found[p.external_id] = (p.balance, p.price.amount + (p.price.fee or 0))
+    return found
+
+
+def _windows(job: Job, options: RunOptions, flow: Flow[Any, Any], phase: Phase,
+             todo: list[Entry[Any]], estimates: dict[str, tuple[str, Decimal]],
+             workers: int) -> _Ending | None:
+    """Prepare, check the funds for and confirm the items window by window
+    (``runner.engine.windows``); an ending when the balances cannot cover the rest."""
+    confirm = job.run.confirm if options.confirm is None else options.confirm
+    windows = Windows(workers, flow.clock)
+    rest = Rest(estimates, todo)
+    if not options.confirm_only:
+        phase.announce("prepare", sum(1 for e in todo if flow.needs_prepare(e)))
+    phase.announce(flow.commit_step, sum(1 for e in todo if e.record.step != "confirmed"))
+    for window in windows.over(todo):
+        if options.stop.is_set() or phase.problems:
+            break
+        if not options.confirm_only:
+            phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
+                      announce=False)
+        rest.take(window)
+        ready = [e for e in window if flow.ready(e) and not e.record.intent
+                 and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
+        if not confirm:
+            for e in ready:
+                flow.update(e, outcome="awaiting_confirm")
+            continue
+        if not ready or options.stop.is_set() or phase.problems:
+            continue
+        try:
+            short = shortfall(flow, ready, rest)
+        except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
+            log.error("provider unreachable: %s", exc)
+            phase.problems.append(UNREACHABLE)
+            break
+        if short and not options.allow_partial:
+            return _Ending(FUNDS_SHORT, f"{short}: nothing {'more ' if windows.sizes[1:] else ''}"
+                                        f"was confirmed (--allow-partial confirms what the "
+                                        f"balance covers)", short)
+        phase.run(flow.commit_step, flow.commit, ready, announce=False)
+    if len(windows.sizes) > 1:
+        log.info("worked in %d windows of %s item(s)", len(windows.sizes),
+                 ", ".join(str(n) for n in windows.sizes))
+    return None

@@ -1,15 +1,14 @@
 """The machinery of a run's phases (``runner.engine.batch``): one phase over a pool of
-workers (``Phase``: each item's step, its verdict logged, progress reported), the pre-flight
-before the first confirm (``preflight``), following what is confirmed to its final status
-(``poll``), and the lease kept fresh while the run lives (``Heartbeat``)."""
+workers (``Phase``: each item's step, its verdict logged, progress reported), following what
+is confirmed to its final status (``poll``), and the lease kept fresh while the run lives
+(``Heartbeat``). The windows of the prepare and confirm phases are ``runner.engine.windows``."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
@@ -36,12 +35,17 @@ class Phase:
         self.on_phase = on_phase
         self.problems = problems
 
+    def announce(self, name: str, total: int) -> None:
+        """A phase starts with ``total`` items (over one or more ``run``)."""
+        if total and name != "poll":
+            log.info("%s: %d item(s)", name, total)
+        if total and self.on_phase is not None:
+            self.on_phase(name, total)
+
     def run(self, name: str, step: Callable[[Entry[Any]], Any],
-            entries: list[Entry[Any]]) -> None:
-        if entries and name != "poll":
-            log.info("%s: %d item(s)", name, len(entries))
-        if entries and self.on_phase is not None:
-            self.on_phase(name, len(entries))
+            entries: Sequence[Entry[Any]], announce: bool = True) -> None:
+        if announce:
+            self.announce(name, len(entries))
 
         def one(entry: Entry[Any]) -> None:
             if self.stop.is_set() or UNREACHABLE in self.problems:
@@ -67,25 +71,6 @@ class Phase:
                 self.on_progress(name, entry)
 
         list(self.pool.map(one, entries))
-
-
-def preflight(flow: Flow[Any, Any], ready: list[Entry[Any]]) -> str:
-    """'' when the balances cover what is to be confirmed (its quoted cost), else what each
-    one lacks."""
-    needed: dict[str, Decimal] = {}
-    for e in ready:
-        cost = flow.cost(e)
-        if cost is not None:
-            needed[cost[0]] = needed.get(cost[0], Decimal(0)) + cost[1]
-    if not needed:
-        return ""
-    usable = flow.usable(list(needed))
-    short = []
-    for balance, amount in sorted(needed.items()):
-        has = usable.get(balance, Decimal(0))
-        if amount > has:
-            short.append(f"{balance} {amount:,} needed, {has:,} available")
-    return "; ".join(short)
 
 
 def poll(flow: Flow[Any, Any], phase: Phase, entries: list[Entry[Any]], wait: float,

@@ -1,0 +1,52 @@
+"""Big batches in windows: no quotation outlives its TTL, and the funds check still covers
+the whole batch.
+
+Time is what the sandbox has been asked: its clock (and the run's) moves one second per POST
+received, so a batch of 48 items at two workers takes 144 s of that clock to pay, against
+quotations that live 60 s. Prepared all at once, every quotation would be dead by its
+confirm (1007004, then a -r2 attempt); in windows each is confirmed well within its life.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+
+from conftest import Admin
+from engine_support import confirmed_ids, eur, posts, quotations, run, write_job
+
+from runner.sandbox import RunningSandbox
+
+ITEMS = 48
+TTL = 60.0
+
+
+def rows(n: int) -> str:
+    return "".join(f"i{k:03d},1,10.00,+2547{k:08d}\n" for k in range(n))
+
+
+def posts_clock(sb: RunningSandbox) -> Callable[[], float]:
+    """A clock that moves one second per POST the sandbox received, from now."""
+    start = float(math.floor(time.time()))
+    counts = sb.state.faults.counts
+    return lambda: start + counts["POST"]
+
+
+def test_a_batch_longer_than_a_quotation_life_pays_with_three_posts_per_item(
+        sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path, state: Path) -> None:
+    sb = sandbox_factory(submit_delay=0, complete_delay=0, quotation_ttl=TTL)
+    clock = posts_clock(sb)
+    sb.state.clock._source = clock
+    path = write_job(tmp_path, sb, rows(ITEMS), concurrency=2)
+    before = eur(sb)["available"]
+    result = run(path, state, clock=clock)
+    assert (result.exit_code, result.message, result.counts) == (0, "", {"settled": ITEMS})
+    seen = posts(Admin(sb.url))
+    assert (seen["POST"], seen["POST confirm"]) == (3 * ITEMS, ITEMS)
+    assert quotations(sb) == [f"pay-i{k:03d}" for k in range(ITEMS)]  # no -r2
+    assert sorted(confirmed_ids(sb)) == [f"pay-i{k:03d}" for k in range(ITEMS)]
+    # 10.00 + a fee of 1.50 each
+    assert before - eur(sb)["available"] == ITEMS * Decimal("11.50")
