@@ -138,6 +138,8 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
         _print_report(result.report)
     if result.summary is not None:
         echo_status(status_lines(result.summary))
+    elif result.lines:  # a run with nothing to do: the lines of the run it repeats
+        echo_status(result.lines)
     if result.message:
         click.echo(result.message, err=True)
     code = _summarize(loaded, templates, state, result)

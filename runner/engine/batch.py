@@ -20,6 +20,9 @@
    ``runner confirm``).
 7. Poll what is confirmed but not final, until final or ``wait_for_final``.
 
+A run of unchanged inputs with nothing left to do repeats the last run instead
+(``runner.engine.rerun``): nothing validated, read item by item, sent or written.
+
 State is written as each call goes (``runner.state``), so a run killed at any instant is
 resumed by the next one; a Ctrl-C lets calls in flight finish and be recorded.
 """
@@ -48,6 +51,7 @@ from runner.engine.phases import (
 )
 from runner.engine.plan import CHANGED, Plan, draws_funds, make_plan, needs
 from runner.engine.plan_file import AppliedPlan, compare, restrict
+from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.windows import Rest, Windows, shortfall
 from runner.errors import LeaseHeld, ProviderDown
 from runner.job import Job
@@ -56,6 +60,7 @@ from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, open_store
 from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
+from runner.summary.status import status_lines
 from runner.validation import Report
 
 log = logging.getLogger("runner")
@@ -86,10 +91,13 @@ class RunResult:
     summary: Summary | None = None  # the batch as the run left it (None: a plan refused)
     report: Report | None = None
     plan: Plan | None = None
+    # A run that repeats the last (nothing to do): its closing lines and item counts.
+    lines: list[str] = field(default_factory=list)
+    repeated: dict[str, int] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
-        return dict(self.summary.counts) if self.summary is not None else {}
+        return dict(self.summary.counts) if self.summary is not None else dict(self.repeated)
 
 
 @dataclass
@@ -105,6 +113,14 @@ class _Ending:
 
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
     with open_store(options.state_path) as state:
+        digest = inputs_digest(job)
+        if options.applied is None and not options.retry_failed and not options.confirm_only:
+            last = unchanged(job, state, digest)
+            if last is not None:
+                log.info("inputs unchanged since run %d and every item done: nothing to do",
+                         last.id)
+                return RunResult(repeat(job, state, last, digest), "",
+                                 lines=list(last.lines or ()), repeated=dict(last.counts))
         run_id = state.start_run(job.name, str(job.path))
         try:
             token = state.acquire_lease(job.name, run_id)
@@ -122,11 +138,12 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             retry = options.retry_failed if options.applied is None else \
                 bool(options.applied.document.get("retry_failed"))
             plan = make_plan(job, provider, state, flow, retry_failed=retry)
-            ending = _run(job, options, flow, plan, run_id)
+            ending = _run(job, options, flow, plan, run_id, digest)
             if not ending.refused:
                 refused = [(p.external_id, f"row {p.row}: {p.why}") for p in plan.of("refused")]
                 summary = build_summary(state, job.name, secrets=job.secrets(),
                                         refused=refused, notes=[ending.message])
+                state.note_lines(run_id, status_lines(summary))
             code = ending.code
             if code is None:
                 code = 1 if summary is not None and summary.items_problems else 0
@@ -141,8 +158,8 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
                          None if ending.refused else plan.report, plan)
 
 
-def _run(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan, run_id: int
-         ) -> _Ending:
+def _run(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan, run_id: int,
+         digest: str) -> _Ending:
     """Everything before the first POST (the plan applied, the checks, the question, the
     new items recorded), then the phases."""
     state = flow.state
@@ -162,7 +179,9 @@ def _run(job: Job, options: RunOptions, flow: Flow[Any, Any], plan: Plan, run_id
                                     f"pays what the balance covers)", plan.shortfall())
     if options.ask is not None and plan.to_pay and not options.ask(plan):
         return _Ending(1, "cancelled; nothing was sent", refused=True)
-    return _phases(job, options, flow, plan, _record(job, flow, plan))
+    entries = _record(job, flow, plan)
+    state.note_inputs(run_id, digest)  # validated in full, and its items recorded
+    return _phases(job, options, flow, plan, entries)
 
 
 def _record(job: Job, flow: Flow[Any, Any], plan: Plan) -> list[Entry[Any]]:

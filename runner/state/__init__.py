@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runner.errors import StateMissing
 from runner.state.history import Approval, RetryRecord, derived_ref
-from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
+from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
@@ -53,6 +53,7 @@ __all__ = [
     "RetryRecord",
     "RunRecord",
     "StateStore",
+    "WorkLeft",
     "derived_ref",
     "empty_store",
     "hold_lease",

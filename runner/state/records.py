@@ -158,3 +158,17 @@ class RunRecord:
     digest: str | None = None
     mailed: bool = False
     calls: dict[str, int] = field(default_factory=dict)
+    # The digest of its inputs (job, rows, templates) once they were validated, and the
+    # closing lines it printed (None: not kept).
+    inputs: str | None = None
+    lines: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkLeft:
+    """A job's items in the state: how many, how many a run would still work on (not final
+    and not a conflict), and when the latest of them changed."""
+
+    items: int
+    open: int
+    last_update: str | None

@@ -13,7 +13,8 @@ counts, closing message, the digest of its summary and whether it was mailed), `
 of ``ItemRecord``), ``attempts`` (every call: item, step, a summary of the request, start
 and end, result, HTTP status, provider code and message), ``retries`` (each failed item sent
 again: the attempt that failed and the new external_id), ``approvals`` (who planned and
-approved an applied run).
+approved an applied run). A run also keeps the digest of its inputs and its closing lines
+(``0005``): a run of unchanged inputs with nothing to do repeats them (``work_left``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ from runner.errors import LeaseHeld, StateError
 from runner.state.files import private_file, private_folder
 from runner.state.history import Approval, RetryRecord
 from runner.state.opening import check_migrations, check_tables, state_error
-from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
+from runner.state.records import (
+    COLUMNS,
+    AttemptRecord,
+    ItemChanges,
+    ItemRecord,
+    RunRecord,
+    WorkLeft,
+)
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 log = logging.getLogger("runner")
@@ -106,6 +114,15 @@ def _digest(db: Database) -> None:
     db.table("attempts").create_index(["run_id"])
 
 
+@migrations(name="0005_run_inputs_lines")
+def _inputs(db: Database) -> None:
+    # What a run's inputs were (a digest of the job, its rows and templates, once validated)
+    # and the closing lines it printed: a run of unchanged inputs with nothing left to do
+    # says them again without validating or reading every item.
+    db.table("runs").add_column("inputs", str)
+    db.table("runs").add_column("lines", str)
+
+
 def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
     """The UPDATE of one item's columns (names are runner's own, never the job's)."""
     values = {**values, "updated_at": now_iso()}
@@ -117,7 +134,8 @@ def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, lis
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``hold_lease``).
 LOCK_WAIT = 10.0
-_RUN_COLUMNS = "id, started_at, ended_at, exit_code, counts, message, digest, mailed"
+_RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, "
+                "lines")
 
 
 class SqliteStore(StateStore):
@@ -218,6 +236,19 @@ class SqliteStore(StateStore):
                   [now_iso(), exit_code, json.dumps(dict(counts)), message or None, digest,
                    run_id])
 
+    def note_inputs(self, run_id: int, digest: str) -> None:
+        self._run("UPDATE runs SET inputs = ? WHERE id = ?", [digest, run_id])
+
+    def note_lines(self, run_id: int, lines: Sequence[str]) -> None:
+        self._run("UPDATE runs SET lines = ? WHERE id = ?", [json.dumps(list(lines)), run_id])
+
+    def work_left(self, job_name: str) -> WorkLeft:
+        rows = self._rows("SELECT count(*) AS items, coalesce(sum(CASE WHEN step <> 'final' "
+                          "AND outcome <> 'conflict' THEN 1 ELSE 0 END), 0) AS open, "
+                          "max(updated_at) AS last_update FROM items WHERE job_name = ?",
+                          [job_name])
+        return WorkLeft(**rows[0])
+
     def note_mailed(self, run_id: int) -> None:
         self._run("UPDATE runs SET mailed = 1 WHERE id = ?", [run_id])
 
@@ -279,7 +310,8 @@ class SqliteStore(StateStore):
         return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],
                          row["exit_code"], state, json.loads(row["counts"] or "{}"),
                          row["message"] or "", approval, row["digest"], bool(row["mailed"]),
-                         calls or {})
+                         calls or {}, row["inputs"],
+                         None if row["lines"] is None else tuple(json.loads(row["lines"])))
 
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         token = uuid.uuid4().hex

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Unpack
 
 from runner.errors import StateError
 from runner.state.history import Approval, RetryRecord
-from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord
+from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
 
 # A lease not refreshed for this long is abandoned: its run died without releasing it.
 LEASE_TTL = 30.0
@@ -64,6 +64,20 @@ class StateStore(ABC):
         """The run's end: its exit code, the item states, its closing message (why it
         stopped, e.g. what the balances lacked), which later summaries show, and the digest
         of the summary it ended with."""
+
+    @abstractmethod
+    def note_inputs(self, run_id: int, digest: str) -> None:
+        """The digest of the inputs (job, rows, templates) the run validated in full and
+        worked on; ``RunRecord.inputs``."""
+
+    @abstractmethod
+    def note_lines(self, run_id: int, lines: Sequence[str]) -> None:
+        """The closing lines the run printed (its status); ``RunRecord.lines``."""
+
+    @abstractmethod
+    def work_left(self, job_name: str) -> WorkLeft:
+        """One aggregate over the job's items: how many, how many are neither final nor a
+        conflict (a run would work on them), and the latest ``updated_at``."""
 
     @abstractmethod
     def note_mailed(self, run_id: int) -> None:

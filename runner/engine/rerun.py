@@ -1,0 +1,86 @@
+"""A run of a batch with nothing left to do costs nothing (``runner.engine.batch``).
+
+Each run whose inputs were validated in full keeps their digest (``inputs_digest``: the job
+as loaded, its credentials left out, the rows file, the summary templates and runner's
+version) and, at its end, the closing lines it printed. A later run whose inputs have the
+same digest, when no item of the job is left to work on (every one final or a conflict, and
+none changed since that run ended) and the summary it ended with needs no email, is that
+run again: nothing is validated, no item is read, nothing is sent, and no report is
+written; it prints the same lines and exits as that run's items say (``unchanged``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import runner
+from runner.engine.phases import Heartbeat
+from runner.job import Job
+from runner.state import RunRecord, StateStore
+from runner.summary.model import PROBLEMS
+
+CHUNK = 1 << 20
+
+
+def inputs_digest(job: Job) -> str:
+    """What the job's items and reports are made of, hashed (files streamed)."""
+    h = hashlib.sha256(runner.__version__.encode())
+    text = job.model_dump_json(by_alias=True)
+    for secret in job.secrets():
+        if secret:
+            text = text.replace(secret, "")
+    h.update(text.encode())
+    files = [job.rows_path] if job.rows_path is not None else []
+    template = job.summary.template if job.summary else None
+    if template is not None:
+        base = str(job.path.parent / template).removesuffix(".html.j2").removesuffix(".txt.j2")
+        files += [Path(base + ".html.j2"), Path(base + ".txt.j2")]
+    for path in files:
+        h.update(b"\0" + str(path).encode() + b"\0")
+        try:
+            with path.open("rb") as f:
+                while chunk := f.read(CHUNK):
+                    h.update(chunk)
+        except FileNotFoundError:
+            h.update(b"(none)")
+    return h.hexdigest()
+
+
+def unchanged(job: Job, state: StateStore, digest: str) -> RunRecord | None:
+    """The run to repeat, when the inputs are ``digest``'s and nothing is left to do."""
+    last = state.latest_run(job.name)
+    if last is None or last.state != "ended" or last.inputs != digest or \
+            last.digest is None or last.lines is None or last.exit_code not in (0, 1):
+        return None
+    left = state.work_left(job.name)
+    if left.open or (left.last_update or "") > (last.ended_at or ""):
+        return None
+    email = job.summary.email if job.summary else None
+    mail = email is not None and (email.send == "always" or (
+        email.send == "problems" and (last.exit_code != 0 or exit_code(last.counts) != 0)))
+    if mail and not any(r.mailed and r.digest == last.digest for r in state.runs(job.name)):
+        return None  # its summary was to be mailed and was not: a full run mails it
+    return last
+
+
+def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> int:
+    """Record a run that repeats ``last`` (under the lease, as any run); its exit code."""
+    run_id = state.start_run(job.name, str(job.path))
+    token = state.acquire_lease(job.name, run_id)
+    beat = Heartbeat(state, job.name, token)
+    try:
+        state.note_checks(run_id, last.counts.get("invalid", 0), last.counts.get("refused", 0))
+        state.note_inputs(run_id, digest)
+        state.note_lines(run_id, last.lines or ())
+    finally:
+        beat.stop()
+        state.release_lease(job.name, token)
+    code = exit_code(last.counts)
+    state.end_run(run_id, code, last.counts, "", last.digest)
+    return code
+
+
+def exit_code(counts: Mapping[str, int]) -> int:
+    return 1 if any(counts.get(k) for k in PROBLEMS) else 0
