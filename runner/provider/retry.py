@@ -1,4 +1,4 @@
-"""When to call the provider again: one pure decision, plugged into tenacity once.
+"""When to call the provider again: one pure decision, and the loop that follows it.
 
 ``decide`` reads the error's retry rule (``retry``, declared on each class of
 ``runner.errors``): SAFE errors (refused connection, 503, 429) are retried with backoff, and
@@ -10,13 +10,12 @@ stops. Sleep is injected, so tests never wait.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeVar
-
-import tenacity
+from typing import TypeVar
 
 from runner.errors import ProviderError, Retry
 
@@ -49,35 +48,31 @@ class RetryPolicy:
     first_wait: float = 0.5
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
-    def __post_init__(self) -> None:
-        # Built once: tenacity keeps each call's state per thread, so workers share these.
-        self._retrying = {idempotent: self._build(idempotent) for idempotent in (True, False)}
+    def backoff(self, failed: int) -> float:
+        """The wait after the ``failed``-th call: first_wait doubling with each call, capped
+        at max_wait, plus up to first_wait of jitter; the sum capped at max_wait too."""
+        exponential = min(self.first_wait * 2.0 ** min(failed - 1, 64), self.max_wait)
+        return min(exponential + random.uniform(0, self.first_wait), self.max_wait)
 
-    def _build(self, idempotent: bool) -> tenacity.Retrying:
-        backoff = tenacity.wait_exponential(multiplier=self.first_wait, max=self.max_wait) \
-            + tenacity.wait_random(0, self.first_wait)
-        return tenacity.Retrying(
-            retry=tenacity.retry_if_exception(
-                lambda e: decide(e, idempotent) is Decision.RETRY),
-            stop=tenacity.stop_after_attempt(self.attempts),
-            # The jitter is added after the exponential's cap: cap the sum, so that no wait
-            # is ever longer than max_wait; unless the provider asked for a longer one.
-            wait=lambda state: self.wait(min(backoff(state), self.max_wait), state),
-            sleep=lambda seconds: self.sleep(seconds),
-            reraise=True,
-        )
-
-    def wait(self, backoff: float, state: tenacity.RetryCallState) -> float:
+    def wait(self, backoff: float, failed: BaseException) -> float:
         """The wait before the next call: the backoff, or what the provider's Retry-After
         asked when that is longer (an earlier call would only be refused again), up to
         ``LONGEST_RETRY_AFTER`` or ``max_wait``, whichever is longer."""
-        failed = state.outcome.exception() if state.outcome is not None else None
         asked = getattr(failed, "retry_after", None)
         if isinstance(failed, ProviderError) and isinstance(asked, float | int):
             return max(backoff, min(float(asked), max(self.max_wait, LONGEST_RETRY_AFTER)))
         return backoff
 
     def call(self, fn: Callable[[], T], idempotent: bool) -> T:
-        """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls."""
-        result: Any = self._retrying[idempotent](fn)
-        return result  # type: ignore[no-any-return]
+        """Call ``fn``; retry it while ``decide`` says RETRY, up to ``attempts`` calls.
+        A plain loop: this is on every call's path, where a retry library's bookkeeping
+        costs more than the decision itself."""
+        calls = 1
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                if calls >= self.attempts or decide(exc, idempotent) is not Decision.RETRY:
+                    raise
+                self.sleep(self.wait(self.backoff(calls), exc))
+                calls += 1
