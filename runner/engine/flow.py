@@ -62,9 +62,11 @@ class Entry(Generic[ItemT]):
 
     item: ItemT
     record: ItemRecord
-    # The attempt whose answer came back and is committed with the item's next update (one
-    # transaction: the answer and what the item becomes are never recorded apart).
+    # The attempt whose answer came back, and what the answer made of the item: committed
+    # together (never apart), with the item's next call's intent or at the end of its step,
+    # whichever comes first.
     answered: int | None = None
+    made: ItemChanges | None = None
 
     @property
     def external_id(self) -> str:
@@ -103,20 +105,33 @@ class Flow(Generic[ItemT, ClientT]):
 
     # ------------------------------------------------------------ bookkeeping
     def update(self, entry: Entry[ItemT], **values: Unpack[ItemChanges]) -> None:
-        answered, entry.answered = entry.answered, None
-        if answered is None:
+        """Change the item; after an answer not yet recorded, the changes wait for it
+        (``close``, or the next call's ``begin_attempt``)."""
+        if entry.answered is None:
             entry.record.apply(values)
             self.state.update_item(entry.external_id, **values)
             return
-        values.setdefault("intent", None)  # the call was answered: its doubt is over
+        if entry.made is None:
+            values.setdefault("intent", None)  # the call was answered: its doubt is over
+            entry.made = {}
+        entry.made.update(values)
         entry.record.apply(values)
-        self.state.end_attempt(answered, entry.external_id, "ok", http_status=200,
-                               resolved=False, **values)
+
+    def answer(self, entry: Entry[ItemT]) -> tuple[int, ItemChanges] | None:
+        """The answered call not recorded yet and what it made of the item (taken off the
+        entry: the caller records it)."""
+        if entry.answered is None:
+            return None
+        answered = (entry.answered, entry.made or {"intent": None})
+        entry.answered, entry.made = None, None
+        return answered
 
     def close(self, entry: Entry[ItemT]) -> None:
-        """Record an answered call that no update has recorded yet."""
-        if entry.answered is not None:
-            self.update(entry)
+        """Record an answered call, with what it made of the item."""
+        answered = self.answer(entry)
+        if answered is not None:
+            self.state.end_attempt(answered[0], entry.external_id, "ok", http_status=200,
+                                   resolved=False, **answered[1])
 
     def _fail(self, entry: Entry[ItemT], error: ProviderError,
               **values: Unpack[ItemChanges]) -> None:
@@ -170,9 +185,11 @@ class Flow(Generic[ItemT, ClientT]):
 
         Returns the provider's object (answered, or found by lookup). Business refusals are
         raised for the caller; an unresolvable doubt raises ItemInDoubt (the intent stays)."""
-        self.close(entry)
+        answered = self.answer(entry)  # recorded with this call's intent
         for _ in range(self.policy.attempts):
-            attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
+            attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request,
+                                               answered)
+            answered = None
             entry.record.intent = step
             try:
                 answer = self.policy.call(send, idempotent=False)
@@ -212,8 +229,8 @@ class Flow(Generic[ItemT, ClientT]):
                         error_message=f"the {step} was sent and its answer lost; check it at "
                                       f"the provider before anything else")
             return None
-        self.close(entry)
-        attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request)
+        attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request,
+                                           self.answer(entry))
         entry.record.intent = step
         try:
             answer = self.policy.call(send, idempotent=False)

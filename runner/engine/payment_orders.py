@@ -132,6 +132,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
                 "payment_page_id": item.payment_page_id, "requested": requested,
                 "processed": processed, "quotation_mode": conversion.quotation_mode}
         quotation: dict[str, Any] | None = None
+        self.close(entry)
         for _ in range(self.policy.attempts):
             attempt = self.state.begin_attempt(self.run_id, entry.external_id, "quotation",
                                                body)

@@ -62,6 +62,8 @@ class Phase:
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)
                 self.problems.append(UNREACHABLE)
+            if entry.made is not None:  # what an answer made of the item is recorded
+                self.flow.close(entry)
             log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
                       entry.record.status or entry.record.outcome)
             if entry.record.outcome in ("failed", "conflict"):

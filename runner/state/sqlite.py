@@ -123,9 +123,10 @@ def _inputs(db: Database) -> None:
     db.table("runs").add_column("lines", str)
 
 
-def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def _update_items(external_id: str, values: Mapping[str, Any], stamp: str | None = None
+                  ) -> tuple[str, list[Any]]:
     """The UPDATE of one item's columns (names are runner's own, never the job's)."""
-    values = {**values, "updated_at": now_iso()}
+    values = {**values, "updated_at": stamp or now_iso()}
     columns = ", ".join(f"{name} = ?" for name in values)
     return (f"UPDATE items SET {columns} WHERE external_id = ?",
             [*values.values(), external_id])
@@ -426,14 +427,19 @@ class SqliteStore(StateStore):
 
     # ------------------------------------------------------------ attempts (rule 2)
     def begin_attempt(self, run_id: int, external_id: str, step: str,
-                      request: Mapping[str, Any]) -> int:
+                      request: Mapping[str, Any],
+                      answered: tuple[int, ItemChanges] | None = None) -> int:
         stamp = now_iso()
-        return self._run(
-            "INSERT INTO attempts (run_id, external_id, step, request, started_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [run_id, external_id, step, json.dumps(request, default=str), stamp],
-            "UPDATE items SET intent = ?, updated_at = ? WHERE external_id = ?",
-            [step, stamp, external_id])
+        insert = ("INSERT INTO attempts (run_id, external_id, step, request, started_at) "
+                  "VALUES (?, ?, ?, ?, ?)",
+                  [run_id, external_id, step, json.dumps(request, default=str), stamp])
+        if answered is None:
+            return self._run(*insert, "UPDATE items SET intent = ?, updated_at = ? WHERE "
+                             "external_id = ?", [step, stamp, external_id])
+        attempt_id, changes = answered
+        return self._run(*insert, "UPDATE attempts SET finished_at = ?, result = 'ok', "
+                         "http_status = 200 WHERE id = ?", [stamp, attempt_id],
+                         *_update_items(external_id, {**changes, "intent": step}, stamp))
 
     def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
                     http_status: int | None = None, code: str | None = None,
@@ -442,10 +448,11 @@ class SqliteStore(StateStore):
         values: dict[str, Any] = dict(changes)
         if resolved:
             values["intent"] = None
+        stamp = now_iso()
         self._run("UPDATE attempts SET finished_at = ?, result = ?, http_status = ?, "
                   "code = ?, message = ? WHERE id = ?",
-                  [now_iso(), result, http_status, code, message, attempt_id],
-                  *_update_items(external_id, values))
+                  [stamp, result, http_status, code, message, attempt_id],
+                  *_update_items(external_id, values, stamp))
 
     def attempts(self, external_id: str) -> list[AttemptRecord]:
         rows = self._rows("SELECT * FROM attempts WHERE external_id = ? ORDER BY id",

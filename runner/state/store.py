@@ -189,8 +189,12 @@ class StateStore(ABC):
     # ------------------------------------------------------------ attempts (rule 2)
     @abstractmethod
     def begin_attempt(self, run_id: int, external_id: str, step: str,
-                      request: Mapping[str, Any]) -> int:
-        """Commit the intent before the call: the item is in doubt until ``end_attempt``."""
+                      request: Mapping[str, Any],
+                      answered: tuple[int, ItemChanges] | None = None) -> int:
+        """Commit the intent before the call: the item is in doubt until ``end_attempt``.
+        ``answered``: the item's previous call (its attempt id) answered, and what the
+        answer made of the item, committed in the same transaction (as ``end_attempt(id,
+        external_id, "ok", http_status=200, resolved=False, **changes)`` would, before)."""
 
     @abstractmethod
     def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
