@@ -261,7 +261,8 @@ def _windows(job: Job, options: RunOptions, flow: Flow[Any, Any], phase: Phase,
     rest = Rest(estimates, todo)
     if not options.confirm_only:
         phase.announce("prepare", sum(1 for e in todo if flow.needs_prepare(e)))
-    phase.announce(flow.commit_step, sum(1 for e in todo if e.record.step != "confirmed"))
+    if confirm:  # how many may be confirmed: those prepared now, and those ready already
+        phase.announce(flow.commit_step, sum(1 for e in todo if e.record.step != "confirmed"))
     for window in windows.over(todo):
         if options.stop.is_set() or phase.problems:
             break

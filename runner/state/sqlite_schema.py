@@ -1,0 +1,78 @@
+"""The SQLite state's schema, as named migrations (sqlite-utils): each change of the schema
+is a new migration, never an edit of an applied one; ``runner.state.opening`` refuses a
+database whose migrations this runner does not know. A backend of another database mirrors
+them, name by name.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("runner")
+
+
+@migrations(name="0001_runs_items_attempts_leases")
+def _initial(db: Database) -> None:
+    db.table("runs").create({"id": int, "job_name": str, "job_file": str, "started_at": str,
+                             "ended_at": str, "host": str, "pid": int, "exit_code": int,
+                             "counts": str}, pk="id")
+    db.table("leases").create({"job_name": str, "run_id": int, "host": str, "pid": int,
+                               "token": str, "heartbeat_at": float}, pk="job_name")
+    db.table("items").create({
+        "external_id": str, "job_name": str, "kind": str, "row": int, "fingerprint": str,
+        "step": str, "intent": str, "attempt": int, "provider_ref": str,
+        "quotation_id": int, "expires_at": str, "transaction_id": int, "source_currency": str,
+        "source_amount": str, "fee": str, "destination_currency": str,
+        "destination_amount": str, "status": str, "status_class": str, "status_message": str,
+        "outcome": str, "error_code": str, "error_message": str, "summary": str,
+        "created_at": str, "updated_at": str}, pk="external_id",
+        defaults={"step": "new", "attempt": 1, "outcome": "pending"})
+    db.table("items").create_index(["job_name", "outcome"])
+    db.table("attempts").create({
+        "id": int, "run_id": int, "external_id": str, "step": str, "request": str,
+        "started_at": str, "finished_at": str, "result": str, "http_status": int,
+        "code": str, "message": str}, pk="id")
+    db.table("attempts").create_index(["external_id"])
+
+
+@migrations(name="0002_item_details")
+def _details(db: Database) -> None:
+    # What a person needs to finish or show an item: QR code and instructions of a merchant
+    # payment, the payment_url of a REDIRECT order, ids of an onboarding chain (JSON).
+    db.table("items").add_column("details", str)
+
+
+@migrations(name="0003_lineage_retries_approvals")
+def _lineage(db: Database) -> None:
+    # A failed item paid again goes out as E-f2, E-f3 ...: its lineage, and the history of
+    # its retries; who planned and approved an applied run; why a run stopped.
+    db.table("items").add_column("lineage", int, not_null_default=1)
+    db.table("runs").add_column("message", str)
+    db.table("retries").create({
+        "id": int, "external_id": str, "job_name": str, "run_id": int, "lineage": int,
+        "ref": str, "previous_ref": str, "previous_status": str, "previous_code": str,
+        "previous_message": str, "changed": int, "at": str}, pk="id")
+    db.table("retries").create_index(["job_name"])
+    db.table("approvals").create({
+        "run_id": int, "plan_sha256": str, "planned_by": str, "planned_on": str,
+        "planned_at": str, "approved_by": str, "applied_by": str, "applied_on": str,
+        "approved_at": str}, pk="run_id")
+
+
+@migrations(name="0004_run_digest_mailed")
+def _digest(db: Database) -> None:
+    # What a run's summary said (a digest) and whether it was mailed: a run that changed
+    # nothing mails nothing. Calls are counted per run for the summary's run history.
+    db.table("runs").add_column("digest", str)
+    db.table("runs").add_column("mailed", int, not_null_default=0)
+    db.table("attempts").create_index(["run_id"])
+
+
+@migrations(name="0005_run_inputs_lines")
+def _inputs(db: Database) -> None:
+    # What a run's inputs were (a digest of the job, its rows and templates, once validated)
+    # and the closing lines it printed: a run of unchanged inputs with nothing left to do
+    # says them again without validating or reading every item.
+    db.table("runs").add_column("inputs", str)
+    db.table("runs").add_column("lines", str)
