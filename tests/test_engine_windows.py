@@ -2,9 +2,9 @@
 the whole batch.
 
 Time is what the sandbox has been asked: its clock (and the run's) moves one second per POST
-received, so a batch of 48 items at two workers takes 144 s of that clock to pay, against
-quotations that live 60 s. Prepared all at once, every quotation would be dead by its
-confirm (1007004, then a -r2 attempt); in windows each is confirmed well within its life.
+received, so a batch of 160 items takes 480 s of that clock to pay, against quotations that
+live 240 s. Prepared all at once, every quotation would be dead by its confirm (1007004, then
+a -r2 attempt); in windows (the first of 64 items) each is confirmed within its life.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from engine_support import confirmed_ids, eur, posts, quotations, run, write_job
 
 from runner.sandbox import RunningSandbox
 
-ITEMS = 48
-TTL = 60.0
+ITEMS = 160
+TTL = 240.0
 
 
 def rows(n: int) -> str:

@@ -10,7 +10,8 @@ silent. ``NO_COLOR`` (any value) turns colour off, as https://no-color.org asks;
 it itself.
 
 The engine calls ``phase(name, total)`` as a phase starts and ``step(name, entry)`` after
-each item (``RunOptions.on_phase``, ``on_progress``). ``poll`` runs in rounds over what is
+each item (``RunOptions.on_phase``, ``on_progress``); a phase worked in windows is announced
+again with each window's items, which add to its total. ``poll`` runs in rounds over what is
 not final yet: its bar counts items final out of those it follows.
 """
 
@@ -63,6 +64,8 @@ class RunProgress:
             if name == POLL and name in self.totals:
                 # A new round over what is still not final: the rest are final.
                 self.done[name] = self.totals[name] - total
+            elif name in self.totals:  # the phase's next window: more items
+                self.totals[name] += total
             else:
                 self.totals[name], self.done[name] = total, 0
             self.started(name)
@@ -167,7 +170,7 @@ class BarProgress(RunProgress):
         label = "poll final" if name == POLL else name
         if name not in self.tasks:
             self.tasks[name] = self.bars.add_task(label, total=self.totals[name])
-        self.bars.update(self.tasks[name], completed=self.done[name])
+        self.bars.update(self.tasks[name], total=self.totals[name], completed=self.done[name])
 
     def moved(self, name: str) -> None:
         self.bars.update(self.tasks[name], completed=self.done[name])

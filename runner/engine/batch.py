@@ -259,16 +259,11 @@ def _windows(job: Job, options: RunOptions, flow: Flow[Any, Any], phase: Phase,
     confirm = job.run.confirm if options.confirm is None else options.confirm
     windows = Windows(workers, flow.clock)
     rest = Rest(estimates, todo)
-    if not options.confirm_only:
-        phase.announce("prepare", sum(1 for e in todo if flow.needs_prepare(e)))
-    if confirm:  # how many may be confirmed: those prepared now, and those ready already
-        phase.announce(flow.commit_step, sum(1 for e in todo if e.record.step != "confirmed"))
     for window in windows.over(todo):
         if options.stop.is_set() or phase.problems:
             break
         if not options.confirm_only:
-            phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
-                      announce=False)
+            phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)])
         rest.take(window)
         ready = [e for e in window if flow.ready(e) and not e.record.intent
                  and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
@@ -288,7 +283,7 @@ def _windows(job: Job, options: RunOptions, flow: Flow[Any, Any], phase: Phase,
             return _Ending(FUNDS_SHORT, f"{short}: nothing {'more ' if windows.sizes[1:] else ''}"
                                         f"was confirmed (--allow-partial confirms what the "
                                         f"balance covers)", short)
-        phase.run(flow.commit_step, flow.commit, ready, announce=False)
+        phase.run(flow.commit_step, flow.commit, ready)
     if len(windows.sizes) > 1:
         log.info("worked in %d windows of %s item(s)", len(windows.sizes),
                  ", ".join(str(n) for n in windows.sizes))

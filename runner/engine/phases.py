@@ -35,17 +35,13 @@ class Phase:
         self.on_phase = on_phase
         self.problems = problems
 
-    def announce(self, name: str, total: int) -> None:
-        """A phase starts with ``total`` items (over one or more ``run``)."""
-        if total and name != "poll":
-            log.info("%s: %d item(s)", name, total)
-        if total and self.on_phase is not None:
-            self.on_phase(name, total)
-
     def run(self, name: str, step: Callable[[Entry[Any]], Any],
-            entries: Sequence[Entry[Any]], announce: bool = True) -> None:
-        if announce:
-            self.announce(name, len(entries))
+            entries: Sequence[Entry[Any]]) -> None:
+        """``step`` over ``entries``; a phase worked in windows runs once per window."""
+        if entries and name != "poll":
+            log.info("%s: %d item(s)", name, len(entries))
+        if entries and self.on_phase is not None:
+            self.on_phase(name, len(entries))
 
         def one(entry: Entry[Any]) -> None:
             if self.stop.is_set() or UNREACHABLE in self.problems:

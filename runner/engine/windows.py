@@ -6,8 +6,8 @@ quoted, so that no quotation waits for the whole batch to be prepared and expire
 first quotation to its last confirm, and how long the provider's quotations live (their own
 ``expiration_date``, as ``expires_at`` keeps it). A window is sized so that its first
 quotation is confirmed within half of its life; a kind without expiring quotations works in
-windows of ``LARGEST``. The first window is small (``FIRST_PER_WORKER`` per worker) and each
-next one at most ``GROWTH`` times the last.
+windows of ``LARGEST``. The first window is small (``FIRST_PER_WORKER`` per worker, at least
+``FIRST_LEAST``) and each next one at most ``GROWTH`` times the last.
 
 The funds check keeps its promise window by window: before a window is confirmed, the
 quoted cost of its items plus what the items of the later windows are estimated to cost
@@ -26,6 +26,7 @@ from runner.engine.flow import Entry, Flow
 
 LARGEST = 2000  # items in a window at most
 FIRST_PER_WORKER = 8
+FIRST_LEAST = 64  # a small batch goes in one window
 GROWTH = 4
 SAFETY = 0.5  # of a quotation's life, at most, from its window's start to its confirm
 
@@ -50,7 +51,7 @@ class Windows:
     def __init__(self, workers: int, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.workers = workers
-        self.size = min(LARGEST, max(workers * FIRST_PER_WORKER, 1))
+        self.size = min(LARGEST, max(workers * FIRST_PER_WORKER, FIRST_LEAST))
         self.sizes: list[int] = []
 
     def over(self, entries: Sequence[Entry[Any]]) -> Iterator[Sequence[Entry[Any]]]:
