@@ -50,3 +50,19 @@ def test_a_batch_longer_than_a_quotation_life_pays_with_three_posts_per_item(
     assert sorted(confirmed_ids(sb)) == [f"pay-i{k:03d}" for k in range(ITEMS)]
     # 10.00 + a fee of 1.50 each
     assert before - eur(sb)["available"] == ITEMS * Decimal("11.50")
+
+
+def test_no_window_is_confirmed_unless_the_balance_covers_the_whole_batch(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    # 100 items of 10.00 (fee 1.50 each, which only quotations tell): the balance covers
+    # what they send (the check before any POST) and the first window of 64 with its fees,
+    # but not the batch: the first window's quoted cost plus what the 36 others send.
+    adm.balance("EUR", "1090.00", "0")
+    path = write_job(tmp_path, sb, rows(100), concurrency=2)
+    result = run(path, state)
+    assert (result.exit_code, result.message) == (
+        4, "EUR 1,096.00 needed, 1,090.00 available: nothing was confirmed (--allow-partial "
+           "confirms what the balance covers)")
+    seen = posts(adm)
+    assert (seen["POST quotations"], seen["POST create"], seen["POST confirm"]) == (64, 64, 0)
+    assert eur(sb)["available"] == Decimal("1090.00")
