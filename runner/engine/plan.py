@@ -22,7 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.errors import JobError, ProviderHTTPError
 from runner.job import Job, ValidItem
+from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
@@ -188,7 +189,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     """What a run would do now with every row of ``job`` (see the module's docstring)."""
     kept: list[tuple[ValidItem, Price | None]] = []
     report = validate_job(job, provider, check_balances=False, state=state,
-                          keep=lambda v, price: kept.append((v, price)))
+                          keep=lambda v, price: kept.append((_lean(v), price)))
     known = {r.external_id: r for r in state.items(job.name)}
     retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
                if retry_failed and flow.retryable(r)]
@@ -215,6 +216,12 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         _quote(job, provider, plan)
     plan.needs = needs(flow, plan.items)
     return plan
+
+
+def _lean(valid: ValidItem) -> ValidItem:
+    """The item without the row it was made from (read once by validation, not kept for
+    the whole batch)."""
+    return replace(valid, values=RowValues())
 
 
 def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
