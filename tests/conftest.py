@@ -28,7 +28,7 @@ QUOTATION = {"external_id": "q-1", "payer_id": 1, "mode": "SOURCE_AMOUNT",
 class Api:
     """A thin test client: JSON in, exact decimals out, no retries."""
 
-    def __init__(self, base: str, auth: Any, timeout: float = 5.0) -> None:
+    def __init__(self, base: str, auth: Any, timeout: float = 60.0) -> None:
         self.base = base
         self.session = requests.Session()
         self.session.auth = auth

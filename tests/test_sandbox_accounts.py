@@ -370,16 +370,16 @@ def test_unknown_and_forbidden_accounts(api: Api) -> None:
 def test_basic_authentication_only(sandbox: RunningSandbox, api: Api) -> None:
     with requests.Session() as s:
         for auth in (None, (KEY, "wrong"), DigestAuth(KEY, SECRET)):
-            r = s.get(f"{sandbox.url}{ACCOUNT}/accounts/ACC0001/balances", auth=auth, timeout=5)
+            r = s.get(f"{sandbox.url}{ACCOUNT}/accounts/ACC0001/balances", auth=auth, timeout=60)
             refused(r, 401, "1000401")
-            r = s.post(f"{sandbox.url}{TRANSFERS}", json={}, auth=auth, timeout=5)
+            r = s.post(f"{sandbox.url}{TRANSFERS}", json={}, auth=auth, timeout=60)
             refused(r, 401, "1000401")
     assert entries(api, "ACC0002") == []
 
 
 def test_malformed_bodies(sandbox: RunningSandbox, api: Api) -> None:
     r = api.session.post(sandbox.url + TRANSFERS, data=b"{not json",
-                         headers={"Content-Type": "application/json"}, timeout=5)
+                         headers={"Content-Type": "application/json"}, timeout=60)
     refused(r, 400, "1000400")
     refused(api.post(TRANSFERS, ["a", "list"]), 400, "1000400")
     refused(api.call("DELETE", f"{TRANSFERS}/tr-1"), 405, "1000400")
@@ -456,7 +456,7 @@ def test_accounts_survive_a_restart(sandbox_factory: Callable[..., RunningSandbo
 
 def test_openapi_describes_the_account_endpoints(sandbox: RunningSandbox) -> None:
     with requests.Session() as http:
-        doc = http.get(sandbox.url + "/openapi.json", timeout=5).json()
+        doc = http.get(sandbox.url + "/openapi.json", timeout=60).json()
     expected = {f"{ACCOUNT}/accounts/{{account_external_id}}/balances": "get",
                 f"{ACCOUNT}/accounts/{{account_external_id}}/entries": "get",
                 TRANSFERS: "post", f"{TRANSFERS}/{{external_id}}": "get",
