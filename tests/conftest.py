@@ -194,3 +194,11 @@ def pg_cluster() -> Iterator[Cluster]:
 def pg_url(pg_cluster: Cluster) -> str:
     """A new, empty database of the session's server, for one test: its URL."""
     return pg_cluster.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where a test's state is: a new SQLite file, or a new PostgreSQL database (its URL)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return tmp_path / "state" / "runner.sqlite"

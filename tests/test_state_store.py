@@ -2,7 +2,7 @@
 items and who holds an external_id (rule 7), an attempt's intent and outcome committed
 around a call (rule 2), the latest run, the operations sent, and resolving by hand.
 
-The ``store`` fixture is parametrized by backend: a new backend runs these same tests."""
+The ``store`` fixture is parametrized by backend (``where``, in conftest): a new backend runs these same tests."""
 
 from __future__ import annotations
 
@@ -27,14 +27,6 @@ from runner.state import (
 )
 
 JOB = "pay-2026-11"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> StateLocation:
-    """Where a test's state is: a new SQLite file, or a new PostgreSQL database."""
-    if request.param == "postgresql":
-        return str(request.getfixturevalue("pg_url"))
-    return tmp_path / "state" / "runner.sqlite"
 
 
 @pytest.fixture

@@ -134,9 +134,13 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         return conn
 
     def close(self) -> None:
-        with self.lock:
+        self._drop_idle()
+
+    def _drop_idle(self) -> None:
+        with self._free:
             for conn in self._idle:
                 conn.close()
+            self._open -= len(self._idle)
             self._idle.clear()
 
     # ------------------------------------------------------------ connections
@@ -185,6 +189,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                                        f"database was lost while a change was committed "
                                        f"({lost}); run again: the next run resumes") from None
             except psycopg.OperationalError as exc:
+                self._drop_idle()  # lost one, lost all: the server went away
                 if attempt == RETRIES:
                     raise _unavailable(exc, self.location) from exc
                 self.sleep(BACKOFF[attempt])

@@ -71,6 +71,9 @@ class LocalWorkers(StateStore):
 
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
         self.release_claims(job_name, worker)
+        if self._rows("SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT NULL "
+                      "AND claim_expires > ? LIMIT 1", [job_name, time.time()]):
+            return False  # another worker still works (none does, under the lease)
         return bool(self._rows(
             "INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
             "(?, 'finish', ?, ?, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
