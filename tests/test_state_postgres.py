@@ -12,8 +12,7 @@ import pytest
 from pg_support import Cluster
 
 from runner.errors import BadStateLocation, StateMissing, StateUnavailable, StateUnusable
-from runner.state import ItemRecord, open_store
-from runner.state import pg_schema, postgres
+from runner.state import ItemRecord, open_store, pg_schema, postgres
 from runner.state.opening import _known
 from runner.state.sqlite import migrations
 

@@ -2,7 +2,8 @@
 items and who holds an external_id (rule 7), an attempt's intent and outcome committed
 around a call (rule 2), the latest run, the operations sent, and resolving by hand.
 
-The ``store`` fixture is parametrized by backend (``where``, in conftest): a new backend runs these same tests."""
+The ``store`` fixture is parametrized by backend (``where``, in conftest): a new backend runs
+these same tests."""
 
 from __future__ import annotations
 
