@@ -95,10 +95,6 @@ def _row(names: list[str], values: Sequence[Any]) -> dict[str, Any]:
     return row
 
 
-class _Committing(Exception):
-    """The connection was lost while its COMMIT was on its way: not retried."""
-
-
 class PostgresStore(PostgresWorkers, SqliteStore):
     """A pool of connections; each change one transaction, retried on a new connection
     when the old one was lost before its commit."""
@@ -183,11 +179,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         for attempt in range(RETRIES + 1):
             try:
                 with self._connection() as conn:
-                    return _committed(conn, work)
-            except _Committing as lost:
-                raise StateUnavailable(f"{self.location}: the connection to the state "
-                                       f"database was lost while a change was committed "
-                                       f"({lost}); run again: the next run resumes") from None
+                    return _committed(conn, work, self.location)
             except psycopg.OperationalError as exc:
                 self._drop_idle()  # lost one, lost all: the server went away
                 if attempt == RETRIES:
@@ -263,7 +255,9 @@ class PostgresStore(PostgresWorkers, SqliteStore):
             [[getattr(r, n) for n in COLUMNS] for r in records]))
 
 
-def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T]) -> T:
+def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T], location: str) -> T:
+    """``work`` between BEGIN and COMMIT; a COMMIT whose answer was lost (it may have been
+    applied) is StateUnavailable, which is never retried."""
     conn.execute("BEGIN")
     try:
         result = work(Tx(conn))
@@ -274,7 +268,9 @@ def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T]) -> T:
     try:
         conn.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        raise _Committing(_line(exc)) from exc
+        raise StateUnavailable(f"{location}: the connection to the state database was lost "
+                               f"while a change was committed ({_line(exc)}); run again: "
+                               "the next run resumes") from exc
     return result
 
 
