@@ -41,7 +41,8 @@ from runner.state.files import private_file, private_folder
 from runner.state.history import Approval, RetryRecord
 from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, RunRecord
-from runner.state.store import LEASE_TTL, StateStore, now_iso
+from runner.state.store import LEASE_TTL, now_iso
+from runner.state.workers import LocalWorkers
 
 log = logging.getLogger("runner")
 migrations = Migrations("runner")
@@ -106,6 +107,17 @@ def _digest(db: Database) -> None:
     db.table("attempts").create_index(["run_id"])
 
 
+@migrations(name="0005_worker_claims")
+def _workers(db: Database) -> None:
+    # Cooperating workers on one job (runner.state.workers): who works an item and until
+    # when, the job's steps done once, and the job's next free slot under its rate limit.
+    db.table("items").add_column("claimed_by", str)
+    db.table("items").add_column("claim_expires", float)
+    db.table("job_steps").create({"job_name": str, "step": str, "digest": str,
+                                  "done_by": str, "done_at": str}, pk=("job_name", "step"))
+    db.table("rate_slots").create({"job_name": str, "next_at": float}, pk="job_name")
+
+
 def _update_items(external_id: str, values: Mapping[str, Any]) -> tuple[str, list[Any]]:
     """The UPDATE of one item's columns (names are runner's own, never the job's)."""
     values = {**values, "updated_at": now_iso()}
@@ -120,7 +132,7 @@ LOCK_WAIT = 10.0
 _RUN_COLUMNS = "id, started_at, ended_at, exit_code, counts, message, digest, mailed"
 
 
-class SqliteStore(StateStore):
+class SqliteStore(LocalWorkers):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:
