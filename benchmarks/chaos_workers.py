@@ -234,11 +234,14 @@ def state_for(state: str | None, own_cluster: bool, restart_command: str | None,
     ``restart_command``, if any), or a throwaway PostgreSQL cluster when ``own_cluster``,
     or neither (chaos.py's SQLite file)."""
     if state is not None:
-        restart = None if restart_command is None else (
-            lambda: subprocess.run(restart_command, shell=True, check=True))
-        if restart is None and "://" in state:
+        command = restart_command or ""
+
+        def restart() -> None:
+            subprocess.run(command, shell=True, check=True)
+
+        if not command and "://" in state:
             echo("the database is not this script's: it is not restarted (--db-restart)")
-        yield state, restart
+        yield state, restart if command else None
     elif own_cluster:
         cluster = Cluster()
         try:
