@@ -51,6 +51,9 @@ class Store:
             c: {"id": n, "currency": c, "balance": amount}
             for n, (c, amount) in enumerate(sorted(merchant_balances.items()), 1)}
         self.nonces = NonceMemory()
+        # What a service derives from its tables to answer in O(1) (accounts/models.py's
+        # ledgers), made again from the tables when missing: never journalled.
+        self.derived: dict[str, Any] = {}
         self.schedule: list[tuple[float, int, str, int]] = []
         self._tiebreak = itertools.count()
         # The sandbox clock's offset is state too: due times and expiries are on that clock,
