@@ -169,6 +169,23 @@ def not_final(state: Path) -> int:
                               "'final'", [JOB_NAME]).fetchone()[0])
 
 
+def finish_batch(job: Path, command: list[str], state: Path, wait_for_final: str) -> str:
+    """Follow what a run with ``wait_for_final`` did not wait for to its final status (an
+    untimed run with ``wait_for_final: 60s``, as a later run would), so that the next run
+    times a finished batch; what it did, as a line to print ('' when nothing was left)."""
+    unfinished = not_final(state)
+    if not unfinished:
+        return ""
+    text = job.read_text(encoding="utf-8")
+    job.write_text(text.replace(f"wait_for_final: {wait_for_final}\n", "wait_for_final: 60s\n"),
+                   encoding="utf-8")
+    code = subprocess.run(command, cwd=job.parent, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=runner_env(), check=False).returncode
+    return (f"finishing run (untimed, wait_for_final: 60s): {unfinished} item(s) followed to "
+            f"their final status; exit {code}, {not_final(state)} left\n")
+
+
 def calls(counts: dict[str, int], method: str) -> str:
     groups = sorted(((k.split(" ", 1)[1], v) for k, v in counts.items()
                      if k.startswith(method + " ")), key=lambda kv: -kv[1])

@@ -36,7 +36,6 @@ import argparse
 import http.client
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,13 +47,13 @@ from _bench import (
     JOB_NAME,
     calls,
     compile_ahead,
+    finish_batch,
     free_port,
-    not_final,
     start_sandbox,
     startup_seconds,
     timed_run,
 )
-from chaos import KEY, SECRET, runner_command, runner_env, write_batch
+from chaos import KEY, SECRET, runner_command, write_batch
 
 FIRST_RUN_TARGET = 1.3  # x ideal
 SECOND_RUN_TARGET = 3.0  # seconds
@@ -160,18 +159,8 @@ def main() -> None:
                 print(f"  POST phase (first to last POST): {span:.2f} s = {span / ideal:.2f} x "
                       f"ideal")
 
-        unfinished = not_final(state)
-        if first.code == 0 and unfinished:
-            # The second run times a finished batch: the statuses the first run did not
-            # wait for are followed to the end first (untimed), as a later run would.
-            text = job.read_text(encoding="utf-8")
-            job.write_text(text.replace(f"wait_for_final: {args.wait_for_final}\n",
-                                        "wait_for_final: 60s\n"), encoding="utf-8")
-            code = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env=runner_env(), check=False).returncode
-            print(f"finishing run (untimed, wait_for_final: 60s): {unfinished} item(s) "
-                  f"followed to their final status; exit {code}, {not_final(state)} left")
+        if first.code == 0:
+            print(finish_batch(job, command, state, args.wait_for_final) or "", end="")
         second = timed_run(command, folder, url, folder / "run-2.log", args.timeline,
                            server.pid)
         posts = second.counts.get("POST", 0)
