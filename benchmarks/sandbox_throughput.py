@@ -8,7 +8,8 @@ and Date each: the strict nonce memory holds every one of the last ten minutes).
 (``--mix``): ``money``, what a batch sends, quotation + transaction + confirm per item (the
 sandbox's tables grow by an item every three calls); ``ping``, GET /ping, the cheapest
 authenticated call. It prints the requests per second of each slice of ``--slice`` requests
-and whether the last slice is within 10% of the first.
+and whether the last slice is within 10% of the first, and the sandbox's CPU per request in
+each slice (from /proc: what other work on a shared machine does not change much).
 
     .venv/bin/python benchmarks/sandbox_throughput.py                      # 300,000, money
     .venv/bin/python benchmarks/sandbox_throughput.py --mix ping --requests 300000
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import simplejson
@@ -65,20 +66,25 @@ def ping_calls(item: int) -> Iterator[Call]:
 
 
 class Meter:
-    """Counts answered calls across threads; notes the time each slice ends."""
+    """Counts answered calls across threads; notes the time each slice ends, and the
+    sandbox's CPU seconds then (``cpu``)."""
 
-    def __init__(self, slice_size: int) -> None:
+    def __init__(self, slice_size: int, cpu: Callable[[], float]) -> None:
         self.slice = slice_size
+        self.cpu = cpu
         self.done = 0
-        self.ends: list[float] = []
+        self.ends: list[tuple[float, float]] = []  # (time, sandbox CPU seconds)
         self.failures: list[str] = []
         self._lock = threading.Lock()
+
+    def start(self) -> tuple[float, float]:
+        return time.monotonic(), self.cpu()
 
     def count(self) -> None:
         with self._lock:
             self.done += 1
             if self.done % self.slice == 0:
-                self.ends.append(time.monotonic())
+                self.ends.append((time.monotonic(), self.cpu()))
 
 
 def client(port: int, items: Iterator[int], mix: str, meter: Meter) -> None:
@@ -101,7 +107,7 @@ def client(port: int, items: Iterator[int], mix: str, meter: Meter) -> None:
         conn.close()
 
 
-def run(port: int, requests: int, mix: str, threads: int, meter: Meter) -> float:
+def run(port: int, requests: int, mix: str, threads: int, meter: Meter) -> tuple[float, float]:
     per_item = 3 if mix == "money" else 1
     shared = iter(range(requests // per_item))
     lock = threading.Lock()
@@ -116,7 +122,7 @@ def run(port: int, requests: int, mix: str, threads: int, meter: Meter) -> float
 
     workers = [threading.Thread(target=client, args=(port, items(), mix, meter))
                for _ in range(threads)]
-    started = time.monotonic()
+    started = meter.start()
     for w in workers:
         w.start()
     for w in workers:
@@ -124,20 +130,24 @@ def run(port: int, requests: int, mix: str, threads: int, meter: Meter) -> float
     return started
 
 
-def report(started: float, meter: Meter) -> bool:
-    """Print each slice's rate; True when the last is within TOLERANCE of the first."""
-    rates = []
-    for n, (begin, end) in enumerate(itertools.pairwise([started, *meter.ends]), 1):
-        rates.append(meter.slice / (end - begin))
+def report(started: tuple[float, float], meter: Meter) -> bool:
+    """Print each slice's rate and the sandbox's CPU per request in it; True when the last
+    slice's rate is within TOLERANCE of the first's."""
+    rates, costs = [], []
+    for n, ((t0, c0), (t1, c1)) in enumerate(itertools.pairwise([started, *meter.ends]), 1):
+        rates.append(meter.slice / (t1 - t0))
+        costs.append(1000 * (c1 - c0) / meter.slice)
         print(f"  requests {(n - 1) * meter.slice:>7}-{n * meter.slice:<7} "
-              f"{end - begin:7.1f} s  {rates[-1]:6.0f} requests/s")
+              f"{t1 - t0:7.1f} s  {rates[-1]:6.0f} requests/s  sandbox CPU "
+              f"{costs[-1]:.3f} ms a request")
     if len(rates) < 2:
         print("fewer than two slices: nothing to compare")
         return True
     change = rates[-1] / rates[0] - 1
     kept = change >= -TOLERANCE
-    print(f"last slice against the first: {100 * change:+.1f}% "
-          f"(target: within {100 * TOLERANCE:.0f}%: {'met' if kept else 'MISSED'})")
+    print(f"last slice against the first: {100 * change:+.1f}% requests/s "
+          f"(target: within {100 * TOLERANCE:.0f}%: {'met' if kept else 'MISSED'}), "
+          f"{100 * (costs[-1] / costs[0] - 1):+.1f}% sandbox CPU a request")
     return kept
 
 
@@ -154,15 +164,14 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="sandbox-throughput-"))
     port = free_port()
     server = start_sandbox(port, 0, folder / "sandbox.log", "--nonce-check", args.nonce_check)
-    meter = Meter(args.slice)
+    meter = Meter(args.slice, lambda: cpu_seconds(server.pid) or 0.0)
     try:
         print(f"sandbox throughput: {args.requests} requests ({args.mix}), {args.threads} "
               f"client threads, --nonce-check {args.nonce_check}; {os.cpu_count()} CPU(s), "
               f"load average {os.getloadavg()[0]:.2f}", flush=True)
-        cpu = cpu_seconds(server.pid) or 0.0
         started = run(port, args.requests, args.mix, args.threads, meter)
-        wall = time.monotonic() - started
-        served = (cpu_seconds(server.pid) or 0.0) - cpu
+        wall = time.monotonic() - started[0]
+        served = meter.cpu() - started[1]
         print(f"{meter.done} requests in {wall:.1f} s: {meter.done / wall:.0f} requests/s; "
               f"sandbox CPU {served:.1f} s ({1000 * served / max(meter.done, 1):.2f} ms a "
               f"request)")
