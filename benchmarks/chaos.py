@@ -129,26 +129,39 @@ def write_batch(folder: Path, base_url: str, items: int, *, name: str = JOB_NAME
                 concurrency: int = 4, timeout: str = "1s", wait_for_final: str = "3s",
                 attempts: int = 6, max_wait: str = "0.2s", script: str = "chaos.py"
                 ) -> tuple[Path, list[str]]:
+    """Write ``<name>.yaml`` and ``<name>.csv`` in ``folder`` (``write_job``). Returns the job
+    file and the items' external_ids, in row order."""
+    job = write_job(folder, base_url, items, name=name, concurrency=concurrency,
+                    timeout=timeout, wait_for_final=wait_for_final, attempts=attempts,
+                    max_wait=max_wait, script=script)
+    return job, [f"{name}-{employee_id(n)}" for n in range(items)]
+
+
+def employee_id(n: int) -> str:
+    return f"E{n + 1:06d}"
+
+
+def write_job(folder: Path, base_url: str, items: int, *, name: str = JOB_NAME,
+              concurrency: int = 4, timeout: str = "1s", wait_for_final: str = "3s",
+              attempts: int = 6, max_wait: str = "0.2s", script: str = "chaos.py") -> Path:
     """Write ``<name>.yaml`` and ``<name>.csv`` in ``folder``: ``items`` rows cycling over the
     rows of jobs/payroll.csv (same payers, currencies, identifiers and amounts), each with an
-    employee_id of its own. Returns the job file and the items' external_ids, in row order."""
+    employee_id of its own, streamed to the file (a million rows are never in memory)."""
     template = payroll_rows()
     csv_name = f"{name}.csv"
-    ids = []
     with (folder / csv_name).open("w", encoding="utf-8", newline="") as out:
         writer = csv.DictWriter(out, COLUMNS)
         writer.writeheader()
         for n in range(items):
             row = dict(template[n % len(template)])
-            row["employee_id"] = f"E{n + 1:06d}"
+            row["employee_id"] = employee_id(n)
             writer.writerow(row)
-            ids.append(f"{name}-{row['employee_id']}")
     job = folder / f"{name}.yaml"
     job.write_text(JOB.format(script=script, items=items, name=name, base_url=base_url,
                               key=KEY, secret=SECRET, timeout=timeout, csv_name=csv_name,
                               concurrency=concurrency, wait_for_final=wait_for_final,
                               attempts=attempts, max_wait=max_wait), encoding="utf-8")
-    return job, ids
+    return job
 
 
 def runner_command(job: Path, state: StateLocation, *extra: str) -> list[str]:

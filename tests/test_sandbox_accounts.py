@@ -17,6 +17,7 @@ from account_support import (
     ACCOUNT,
     BALANCE_PATHS,
     BALANCE_TYPES,
+    ONBOARDING,
     OPENING,
     bank,
     consistent,
@@ -452,6 +453,12 @@ def test_accounts_survive_a_restart(sandbox_factory: Callable[..., RunningSandbo
     assert fetched(api, f"{PAYOUTS}/po-kept")["status"] == "charged"
     assert consistent(api, "ACC0001") == settled("49958.00")
     assert onboard(api, "Wonka")["id"] == "ACC0005"  # numbering carries on
+    # The merchants made before the restart are found by name and count for their company.
+    merchant = fetched(api, f"{ONBOARDING}/merchants/Umbrella Shop")
+    second = created(api, f"{ONBOARDING}/accounts", {
+        "template_id": "TPL-STANDARD", "label": "Umbrella-second",
+        "company_id": merchant["company_id"]})
+    assert second["id"] == "ACC0006"
 
 
 def test_openapi_describes_the_account_endpoints(sandbox: RunningSandbox) -> None:
