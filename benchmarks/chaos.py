@@ -19,13 +19,21 @@ it exits 0 (at most ``--final-runs`` times). The verdicts:
 
     .venv/bin/python benchmarks/chaos.py --items 200 --kills 10 --lost-rate 0.05 --seed 7
 
-Exits 1 when a verdict fails. The suite's bounded version is tests/test_chaos.py, which
+With ``--workers N`` (N > 1, or ``--postgresql``) N workers run the job at once on one state,
+each killed and restarted at random, and the database is restarted once in the middle
+(benchmarks/chaos_workers.py); ``--state postgresql://...`` names the database, else a
+throwaway PostgreSQL cluster of its own is made (benchmarks/pg_cluster.py).
+
+    .venv/bin/python benchmarks/chaos.py --workers 4 --items 200 --kills 10 --seed 7
+
+Exits 1 when a verdict fails. The suite's bounded versions are tests/test_chaos.py, which
 imports this module (its only home: nothing here imports from tests/).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import random
@@ -50,7 +58,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread  # noqa: E402
-from runner.state import open_store  # noqa: E402
+from runner.state import StateLocation, open_store  # noqa: E402
 
 KEY, SECRET = "chaos-key", "chaos-secret"
 JOB_NAME = "chaos-2026-11"
@@ -121,29 +129,42 @@ def write_batch(folder: Path, base_url: str, items: int, *, name: str = JOB_NAME
                 concurrency: int = 4, timeout: str = "1s", wait_for_final: str = "3s",
                 attempts: int = 6, max_wait: str = "0.2s", script: str = "chaos.py"
                 ) -> tuple[Path, list[str]]:
+    """Write ``<name>.yaml`` and ``<name>.csv`` in ``folder`` (``write_job``). Returns the job
+    file and the items' external_ids, in row order."""
+    job = write_job(folder, base_url, items, name=name, concurrency=concurrency,
+                    timeout=timeout, wait_for_final=wait_for_final, attempts=attempts,
+                    max_wait=max_wait, script=script)
+    return job, [f"{name}-{employee_id(n)}" for n in range(items)]
+
+
+def employee_id(n: int) -> str:
+    return f"E{n + 1:06d}"
+
+
+def write_job(folder: Path, base_url: str, items: int, *, name: str = JOB_NAME,
+              concurrency: int = 4, timeout: str = "1s", wait_for_final: str = "3s",
+              attempts: int = 6, max_wait: str = "0.2s", script: str = "chaos.py") -> Path:
     """Write ``<name>.yaml`` and ``<name>.csv`` in ``folder``: ``items`` rows cycling over the
     rows of jobs/payroll.csv (same payers, currencies, identifiers and amounts), each with an
-    employee_id of its own. Returns the job file and the items' external_ids, in row order."""
+    employee_id of its own, streamed to the file (a million rows are never in memory)."""
     template = payroll_rows()
     csv_name = f"{name}.csv"
-    ids = []
     with (folder / csv_name).open("w", encoding="utf-8", newline="") as out:
         writer = csv.DictWriter(out, COLUMNS)
         writer.writeheader()
         for n in range(items):
             row = dict(template[n % len(template)])
-            row["employee_id"] = f"E{n + 1:06d}"
+            row["employee_id"] = employee_id(n)
             writer.writerow(row)
-            ids.append(f"{name}-{row['employee_id']}")
     job = folder / f"{name}.yaml"
     job.write_text(JOB.format(script=script, items=items, name=name, base_url=base_url,
                               key=KEY, secret=SECRET, timeout=timeout, csv_name=csv_name,
                               concurrency=concurrency, wait_for_final=wait_for_final,
                               attempts=attempts, max_wait=max_wait), encoding="utf-8")
-    return job, ids
+    return job
 
 
-def runner_command(job: Path, state: Path, *extra: str) -> list[str]:
+def runner_command(job: Path, state: StateLocation, *extra: str) -> list[str]:
     return [sys.executable, "-m", "runner", "run", str(job), "--yes", "--state", str(state),
             *extra]
 
@@ -230,18 +251,21 @@ class RunRecord:
     kill: Kill | None = None  # planned
     hung: bool = False
     log: Path | None = None
+    worker: int | None = None  # which of several workers (chaos_workers.py)
 
     def describe(self) -> str:
         faults = "faults on " if self.faults else "faults off"
+        if self.worker is not None:
+            faults = f"{faults.strip()}, worker {self.worker}"
         if self.exit_code is None:
             how = ("KILLED (hung: no end within the bound)" if self.hung
-                   else f"SIGKILL {self.kill}")
+                   else f"SIGKILL {self.kill or '(the fault phase ended)'}")
         elif self.kill is not None:
             how = f"exit {self.exit_code} before its kill (planned {self.kill})"
         else:
             how = f"exit {self.exit_code}"
         return (f"run {self.number:2d} [{faults}] {how}; {self.seconds:.2f} s, "
-                f"{self.posts} POST(s)")
+                f"{self.posts} POST(s){' while it ran' if self.worker else ''}")
 
 
 def run_once(number: int, command: list[str], cwd: Path, sandbox: RunningSandbox, *,
@@ -353,7 +377,8 @@ def wait_final(sandbox: RunningSandbox, bound: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def verify(sandbox: RunningSandbox, state_path: Path, job_name: str, external_ids: list[str],
+def verify(sandbox: RunningSandbox, state_path: StateLocation, job_name: str,
+           external_ids: list[str],
            start: dict[str, Decimal]) -> list[Verdict]:
     groups = ledger(sandbox)
     confirmed = {e: [t for t, c in groups.get(e, []) if c] for e in external_ids}
@@ -437,6 +462,8 @@ class Settings:
     quotation_ttl: float | None = None
     groups: tuple[str, ...] = MONEY_GROUPS
     run_bound: float = 120.0  # a run taking longer is killed and counted as hung
+    workers: int = 1  # more: chaos_workers.py, N runs of the job at once on one state
+    restart_delay: tuple[float, float] = (0.3, 1.2)  # seconds before an ended worker restarts
 
     def describe(self) -> str:
         when = (f"{self.kill_window[0]}-{self.kill_window[1]} s after a run's first POST"
@@ -445,7 +472,8 @@ class Settings:
                 f"faults on {','.join(self.groups)}: latency {self.latency_ms} ms, lost "
                 f"{self.lost_rate}, error {self.error_rate}, unavailable "
                 f"{self.unavailable_rate}; concurrency {self.concurrency}"
-                + (f"; quotation TTL {self.quotation_ttl} s" if self.quotation_ttl else ""))
+                + (f"; quotation TTL {self.quotation_ttl} s" if self.quotation_ttl else "")
+                + (f"; {self.workers} workers" if self.workers > 1 else ""))
 
 
 @dataclass
@@ -454,11 +482,14 @@ class Result:
     runs: list[RunRecord] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # e.g. the database's restart
+    ended_well: bool | None = None  # several workers: each exited 0 in the last round
 
     @property
     def ok(self) -> bool:
-        return bool(self.verdicts) and all(v.ok for v in self.verdicts) and \
-            bool(self.runs) and self.runs[-1].exit_code == 0
+        ended = (self.ended_well if self.ended_well is not None
+                 else bool(self.runs) and self.runs[-1].exit_code == 0)
+        return bool(self.verdicts) and all(v.ok for v in self.verdicts) and ended
 
     @property
     def kills(self) -> int:
@@ -468,6 +499,7 @@ class Result:
     def report(self) -> str:
         lines = [f"chaos {self.settings.describe()}"]
         lines += [f"  {r.describe()}" for r in self.runs]
+        lines += [f"  {n}" for n in self.notes]
         last = self.runs[-1] if self.runs else None
         lines.append(f"  {self.kills} kill(s) with faults on; {len(self.runs)} run(s); "
                      f"exit codes {[r.exit_code for r in self.runs]} (None = killed); "
@@ -478,17 +510,32 @@ class Result:
         return "\n".join(lines)
 
 
-def run_chaos(settings: Settings, folder: Path,
-              echo: Callable[[str], None] | None = None) -> Result:
-    began = time.monotonic()
-    result = Result(settings)
-    say = echo or (lambda line: None)
-    rng = random.Random(settings.seed)
+def sandbox_config(settings: Settings) -> SandboxConfig:
+    """The sandbox of the experiment: no delay before a transaction completes, its faults
+    drawn from the seed."""
     config = SandboxConfig(port=0, api_key=KEY, api_secret=SECRET, submit_delay=0.0,
                            complete_delay=0.0, tick=0.01, fault_seed=settings.seed)
     if settings.quotation_ttl is not None:
         config.quotation_ttl = settings.quotation_ttl
-    with start_in_thread(config) as sandbox:
+    return config
+
+
+def run_chaos(settings: Settings, folder: Path, echo: Callable[[str], None] | None = None,
+              *, state: StateLocation | None = None,
+              restart_db: Callable[[], None] | None = None) -> Result:
+    """The experiment in ``folder``: one run at a time on a SQLite file there, as it always
+    was; with several workers, a ``state`` of their own or a database to restart
+    (``restart_db``), chaos_workers.py's."""
+    if settings.workers > 1 or state is not None or restart_db is not None:
+        from chaos_workers import run_workers
+
+        return run_workers(settings, folder, state or folder / "state.sqlite", restart_db,
+                           echo)
+    began = time.monotonic()
+    result = Result(settings)
+    say = echo or (lambda line: None)
+    rng = random.Random(settings.seed)
+    with start_in_thread(sandbox_config(settings)) as sandbox:
         job, ids = write_batch(folder, sandbox.url, settings.items,
                                concurrency=settings.concurrency)
         state = folder / "state.sqlite"
@@ -553,6 +600,18 @@ def main() -> None:
                              f"(default {','.join(MONEY_GROUPS)}); latency applies to all")
     parser.add_argument("--keep", type=Path, default=None,
                         help="work in this folder and keep it (job, CSV, state, run logs)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="runs of the job at once on one state, each killed and restarted "
+                             "at random (default 1: one run at a time, as always)")
+    parser.add_argument("--state", default=None,
+                        help="the workers' state (postgresql://USER@HOST:PORT/DB, or a file); "
+                             "default with --workers > 1: a throwaway PostgreSQL cluster of "
+                             "its own, restarted once mid-run")
+    parser.add_argument("--postgresql", action="store_true",
+                        help="a throwaway PostgreSQL cluster even with --workers 1")
+    parser.add_argument("--db-restart", default=None, metavar="COMMAND",
+                        help="with --state: a shell command that restarts that database "
+                             "(e.g. pg_ctl ... -m immediate restart), run once mid-run")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     settings = Settings(items=args.items, kills=args.kills, lost_rate=args.lost_rate,
@@ -563,16 +622,20 @@ def main() -> None:
                         final_runs=args.final_runs,
                         faults_in_final_runs=args.faults_in_final_runs,
                         concurrency=args.concurrency, quotation_ttl=args.quotation_ttl,
-                        groups=tuple(g.strip() for g in args.groups.split(",")))
+                        groups=tuple(g.strip() for g in args.groups.split(",")),
+                        workers=args.workers)
     print(f"chaos {settings.describe()}", flush=True)
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        result = run_chaos(settings, args.keep, echo=lambda s: print(f"  {s}", flush=True))
-    else:
-        with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-            result = run_chaos(settings, Path(tmp),
-                               echo=lambda s: print(f"  {s}", flush=True))
-    print("\n".join(result.report().splitlines()[1 + len(result.runs):]))
+    from chaos_workers import state_for
+
+    with state_for(args.state, args.workers > 1 or args.postgresql, args.db_restart,
+                   echo=print) as (state, restart_db), \
+            contextlib.ExitStack() as stack:
+        folder = args.keep or Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="chaos-")))
+        folder.mkdir(parents=True, exist_ok=True)
+        result = run_chaos(settings, folder, echo=lambda s: print(f"  {s}", flush=True),
+                           state=state, restart_db=restart_db)
+    print("\n".join(result.report().splitlines()[1 + len(result.runs) + len(result.notes):]))
     sys.exit(0 if result.ok else 1)
 
 

@@ -1,7 +1,7 @@
 """The engine's throughput: N remittances through a sandbox with L ms per call, C workers.
 
 Starts ``runner sandbox serve --latency-ms L --submit-delay 0 --complete-delay 0 --balance
-EUR=100000000`` in its own process (so it shares no GIL with the runner), writes a job of N
+EUR=10000000000`` in its own process (so it shares no GIL with the runner), writes a job of N
 rows like jobs/payroll.csv (same payers and amounts, unique external_ids) with
 ``run.wait_for_final: 0s``, then times ``runner run JOB --yes --state S --concurrency C``
 as a subprocess, from its start to its exit (Python start-up, loading and validating the job
@@ -18,10 +18,13 @@ POSTs the sandbox received meanwhile (GET /_admin/requests before and after).
     .venv/bin/python benchmarks/engine.py --items 10000 --latency-ms 0   # the second-run case
 
 Each run also prints the CPU seconds of the runner and of the sandbox (a runner near 100%
-of the wall time is bound by its own CPU: one core, the GIL). ``--timeline`` samples the
-sandbox's request counts every 50 ms and prints when the first and last POST arrived (and
-the POST phase against the ideal); ``--floor`` first times the same N x 3 POSTs sent by a
-minimal client (http.client, C threads, nothing else), the floor of this machine and sandbox.
+of the wall time is bound by its own CPU: one core, the GIL), the runner's CPU per provider
+call (its CPU seconds over the calls the sandbox received, GETs included) and the runner's
+peak RSS (``os.wait4`` of the run's process: its own largest resident set). ``--timeline``
+samples the sandbox's request counts every 50 ms and prints when the first and last POST
+arrived (and the POST phase against the ideal); ``--floor`` first times the same N x 3 POSTs
+sent by a minimal client (http.client, C threads, nothing else), the floor of this machine
+and sandbox.
 
 Targets: the first run within 1.3 x ideal (when L > 0); the second run sends no POST and
 takes at most 3 s. ``--strict`` exits 1 when one is missed (and always when a run fails).
@@ -32,164 +35,28 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import resource
 import shutil
-import socket
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import simplejson
-from chaos import KEY, ROOT, SECRET, admin, runner_command, runner_env, write_batch
+from _bench import (
+    JOB_NAME,
+    calls,
+    compile_ahead,
+    finish_batch,
+    free_port,
+    start_sandbox,
+    startup_seconds,
+    timed_run,
+)
+from chaos import KEY, SECRET, runner_command, write_batch
 
-JOB_NAME = "bench-2026-11"
 FIRST_RUN_TARGET = 1.3  # x ideal
 SECOND_RUN_TARGET = 3.0  # seconds
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_sandbox(port: int, latency_ms: float, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "runner", "sandbox", "serve", "--port", str(port),
-             "--api-key", KEY, "--api-secret", SECRET, "--latency-ms", str(latency_ms),
-             "--submit-delay", "0", "--complete-delay", "0", "--balance", "EUR=100000000"],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=runner_env())
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the sandbox did not start (exit {server.returncode}); see {log}")
-        try:
-            admin(url, "GET", "/clock")
-            return server
-        except OSError:
-            time.sleep(0.05)
-    server.kill()
-    server.wait()
-    raise SystemExit("the sandbox did not answer within 30 s")
-
-
-@dataclass
-class Timeline:
-    """The sandbox's request counts sampled while a run goes (``--timeline``): when the first
-    call, the first and last POST and the last call arrived, from the run's start."""
-
-    url: str
-    every: float = 0.05
-    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, POSTs, GETs)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self.every):
-            counts = admin(self.url, "GET", "/requests?latest=0")["counts"]
-            self.samples.append((time.monotonic() - self._started, int(counts.get("POST", 0)),
-                                 int(counts.get("GET", 0))))
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def post_span(self) -> float | None:
-        """Seconds from the first to the last POST, or None."""
-        last = max((p for _, p, _ in self.samples), default=0)
-        if not last:
-            return None
-        first = next(t for t, p, _ in self.samples if p)
-        end = next(t for t, p, _ in self.samples if p >= last)
-        return end - first
-
-    def describe(self, wall: float) -> str:
-        def first(pred: Any) -> str:
-            t = next((t for t, p, g in self.samples if pred(p, g)), None)
-            return "-" if t is None else f"{t:.2f}"
-
-        last_post = max((p for _, p, _ in self.samples), default=0)
-        last_call = max((p + g for _, p, g in self.samples), default=0)
-        return (f"timeline (s from start, +-{self.every:.2f}): first call "
-                f"{first(lambda p, g: p + g)}, first POST {first(lambda p, g: p)}, last POST "
-                f"{first(lambda p, g: last_post and p >= last_post)}, last call "
-                f"{first(lambda p, g: last_call and p + g >= last_call)}, exit {wall:.2f}")
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a live process (Linux /proc), else None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-@dataclass
-class Timed:
-    code: int
-    seconds: float
-    counts: dict[str, int]
-    runner_cpu: float  # user + system seconds of the runner process
-    sandbox_cpu: float | None
-    timeline: Timeline | None = None
-
-    def cpu(self) -> str:
-        sandbox = "-" if self.sandbox_cpu is None else f"{self.sandbox_cpu:.2f} s"
-        return (f"CPU: runner {self.runner_cpu:.2f} s ({100 * self.runner_cpu / self.seconds:.0f}%"
-                f" of the wall time), sandbox {sandbox}")
-
-
-def timed_run(command: list[str], cwd: Path, url: str, log: Path, timeline: bool,
-              sandbox_pid: int) -> Timed:
-    admin(url, "DELETE", "/requests")
-    line = Timeline(url) if timeline else None
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server = cpu_seconds(sandbox_pid)
-    with log.open("wb") as out:
-        started = time.monotonic()
-        if line is not None:
-            line.start()
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, env=runner_env())
-        code = proc.wait()
-        seconds = time.monotonic() - started
-        if line is not None:
-            line.stop()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_after = cpu_seconds(sandbox_pid)
-    runner_cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
-    sandbox_cpu = None if server is None or server_after is None else server_after - server
-    counts = {k: int(v) for k, v in admin(url, "GET", "/requests")["counts"].items()}
-    return Timed(code, seconds, counts, runner_cpu, sandbox_cpu, line)
-
-
-def not_final(state: Path) -> int:
-    """How many items of the batch are not final yet in the state database."""
-    with sqlite3.connect(state) as db:
-        return int(db.execute("SELECT count(*) FROM items WHERE job_name = ? AND step != "
-                              "'final'", [JOB_NAME]).fetchone()[0])
-
-
-def calls(counts: dict[str, int], method: str) -> str:
-    groups = sorted(((k.split(" ", 1)[1], v) for k, v in counts.items()
-                     if k.startswith(method + " ")), key=lambda kv: -kv[1])
-    inner = ", ".join(f"{g} {n}" for g, n in groups)
-    return f"{method} {counts.get(method, 0)}" + (f" ({inner})" if inner else "")
 
 
 def floor_seconds(port: int, posts: int, concurrency: int) -> float:
@@ -221,27 +88,6 @@ def floor_seconds(port: int, posts: int, concurrency: int) -> float:
         t.start()
     for t in threads:
         t.join()
-    return time.monotonic() - started
-
-
-def compile_ahead() -> str:
-    """When this environment keeps Python from writing bytecode (PYTHONDONTWRITEBYTECODE, as
-    in many containers), an editable install compiles every runner module at every start;
-    an installed wheel is compiled once, at install. Compile runner's sources once here, so
-    the runs time the engine rather than the compiler; say so."""
-    if not (sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE")):
-        return ""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "runner")],
-                   check=True, stdout=subprocess.DEVNULL)
-    return ("; runner's bytecode compiled ahead (PYTHONDONTWRITEBYTECODE is set: "
-            "python -m compileall runner)")
-
-
-def startup_seconds() -> float:
-    """How long ``python -m runner --version`` takes: the floor of any run."""
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "runner", "--version"], check=True,
-                   stdout=subprocess.DEVNULL, env=runner_env())
     return time.monotonic() - started
 
 
@@ -313,18 +159,8 @@ def main() -> None:
                 print(f"  POST phase (first to last POST): {span:.2f} s = {span / ideal:.2f} x "
                       f"ideal")
 
-        unfinished = not_final(state)
-        if first.code == 0 and unfinished:
-            # The second run times a finished batch: the statuses the first run did not
-            # wait for are followed to the end first (untimed), as a later run would.
-            text = job.read_text(encoding="utf-8")
-            job.write_text(text.replace(f"wait_for_final: {args.wait_for_final}\n",
-                                        "wait_for_final: 60s\n"), encoding="utf-8")
-            code = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env=runner_env(), check=False).returncode
-            print(f"finishing run (untimed, wait_for_final: 60s): {unfinished} item(s) "
-                  f"followed to their final status; exit {code}, {not_final(state)} left")
+        if first.code == 0:
+            print(finish_batch(job, command, state, args.wait_for_final) or "", end="")
         second = timed_run(command, folder, url, folder / "run-2.log", args.timeline,
                            server.pid)
         posts = second.counts.get("POST", 0)

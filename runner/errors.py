@@ -12,6 +12,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── StateError                 the state says no (no such item to resolve ...)
     │   ├── LeaseHeld              exit 75; another run holds the job's lease
     │   ├── StateMissing           exit 2; a command that only reads was given no database
+    │   ├── BadStateLocation       exit 2; --state names no usable place (a URL with a
+    │   │                          password in it, an unknown scheme)
     │   ├── StateUnavailable       exit 75; the database stays locked, or its disk is full:
     │   │                          try later
     │   └── StateUnusable          exit 74; the database cannot be created, read or written
@@ -175,6 +177,14 @@ class PlanRefused(RunnerError):
     def __init__(self, reasons: Iterable[str]) -> None:
         self.reasons = list(reasons)
         super().__init__("the plan is refused: " + "; ".join(self.reasons))
+
+
+class BadStateLocation(StateError):
+    """``--state`` (or ``RUNNER_STATE``) is not a place runner can keep its state: a
+    database URL holding a password (which would then be in shell histories, crontabs and
+    process lists; PGPASSWORD or ~/.pgpass hold it instead), or one it cannot parse."""
+
+    exit_code = 2
 
 
 class StateUnavailable(StateError):

@@ -39,7 +39,7 @@ def write_job(folder: Path, sandbox: RunningSandbox, kind: str, rows: list[dict[
               template: dict[str, Any], *, name: str = "col-2026-11",
               external_id: str = "{{ row.id }}", defaults: dict[str, Any] | None = None,
               concurrency: int = 2, wait: str = "2s", attempts: int = 3,
-              timeout: str = "5s", file: str = "job.yaml",
+              timeout: str = "60s", file: str = "job.yaml",
               run: dict[str, Any] | None = None) -> Path:
     job = {
         "version": 1, "name": name, "kind": kind,

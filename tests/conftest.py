@@ -13,6 +13,7 @@ import pytest
 import requests
 import simplejson
 from notification_receiver import Receiver
+from pg_support import Cluster
 
 from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread
@@ -28,7 +29,7 @@ QUOTATION = {"external_id": "q-1", "payer_id": 1, "mode": "SOURCE_AMOUNT",
 class Api:
     """A thin test client: JSON in, exact decimals out, no retries."""
 
-    def __init__(self, base: str, auth: Any, timeout: float = 5.0) -> None:
+    def __init__(self, base: str, auth: Any, timeout: float = 60.0) -> None:
         self.base = base
         self.session = requests.Session()
         self.session.auth = auth
@@ -178,3 +179,26 @@ def receivers() -> Iterator[Callable[..., Receiver]]:
     yield make
     for r in made:
         r.close()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL server for the whole session (``pg_support``); never skipped:
+    without PostgreSQL's binaries it fails."""
+    cluster = Cluster()
+    yield cluster
+    cluster.remove()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> str:
+    """A new, empty database of the session's server, for one test: its URL."""
+    return pg_cluster.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where a test's state is: a new SQLite file, or a new PostgreSQL database (its URL)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return tmp_path / "state" / "runner.sqlite"

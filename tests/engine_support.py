@@ -73,7 +73,7 @@ def tiny_sleep(seconds: float) -> None:
 
 def write_job(folder: Path, sandbox: RunningSandbox | str, rows: str = ROWS, *,
               name: str = "pay-2026-11", prefix: str = "pay", confirm: bool = True,
-              timeout: str = "5s", concurrency: int = 2, max_wait: str = "1s",
+              timeout: str = "60s", concurrency: int = 2, max_wait: str = "1s",
               file: str = "job.yaml",
               rows_file: str = "rows.csv") -> Path:
     """A remittance job for ``sandbox`` (or a base URL) over ``rows``; its path."""

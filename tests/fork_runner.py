@@ -4,7 +4,8 @@ before it runs, as a preexec_fn would), so that a corpus of commands pays Python
 and runner's imports once, not once a command. One thread only: forking is safe.
 
 Reads one JSON object a line on stdin: {"id", "args", "cwd", "env", "output", "limit"};
-writes one a line on stdout as each child ends: {"id", "code", "seconds", "peak_rss"}. At
+writes one a line on stdout as each child ends: {"id", "code", "seconds", "cpu_seconds",
+"peak_rss"} (``cpu_seconds``: user + system, which a loaded machine does not inflate). At
 most ``sys.argv[1]`` children run at once.
 """
 
@@ -59,6 +60,7 @@ def serve(at_once: int) -> None:
         name, started = running.pop(pid)
         print(json.dumps({"id": name, "code": os.waitstatus_to_exitcode(status),
                           "seconds": time.monotonic() - started,
+                          "cpu_seconds": usage.ru_utime + usage.ru_stime,
                           "peak_rss": usage.ru_maxrss * 1024}), flush=True)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Admin
 from engine_support import ROWS, cli, err_lines, out_lines, write_job
 
@@ -15,17 +16,20 @@ from runner.state import open_store
 FAILING = "rejected,1,20.00,+254700999302\n"  # REJECTED at the provider: final, unpaid
 
 
-def runner_run(job: Path, state: Path) -> tuple[int, list[str], list[str]]:
+def runner_run(job: Path, state: Path | str) -> tuple[int, list[str], list[str]]:
     result = cli("run", str(job), "--state", str(state), "--yes")
     return result.exit_code, out_lines(result), err_lines(result)
 
 
 def reports(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in (folder / "reports").glob("*")}
+    return {p.name: p.stat().st_mtime_ns for p in (folder / "state" / "reports").glob("*")}
 
 
 def test_a_finished_batch_run_again_sends_nothing_and_writes_nothing(
-        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, where: Path | str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = where  # SQLite, then PostgreSQL (its reports go under ./state)
+    monkeypatch.chdir(tmp_path)
     job = write_job(tmp_path, sb, ROWS + FAILING)
     first = runner_run(job, state)
     assert first[0] == 1  # the rejected item

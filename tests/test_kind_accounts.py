@@ -96,7 +96,7 @@ def api(sb: RunningSandbox) -> Api:
 
 def write_job(folder: Path, sandbox: RunningSandbox, kind: str,
               rows: list[tuple[str, ...]] | None = None, *, concurrency: int = 2,
-              wait: str = "2s", timeout: str = "5s") -> Path:
+              wait: str = "2s", timeout: str = "60s") -> Path:
     header, template = TEMPLATES[kind]
     lines = [",".join((*r, "EUR") if len(r) == 4 else r) for r in (rows or ROWS[kind])]
     (folder / "rows.csv").write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")

@@ -79,7 +79,7 @@ def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
 
 def write_job(folder: Path, sb: RunningSandbox, rows: list[tuple[str, str, str, str]], *,
               card: str = 'credential: "{{ row.card }}"', concurrency: int = 2,
-              timeout: str = "5s") -> Path:
+              timeout: str = "60s") -> Path:
     """A legacy_pay job over ``rows`` of (id, amount, format, card)."""
     lines = ["id,amount,format,card"] + [",".join(r) for r in rows]
     (folder / "rows.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -80,7 +80,7 @@ EVERY = {"shop-a": 1, "shop-b": 1, "shop-c": 1}
 
 
 def write_job(folder: Path, sandbox: RunningSandbox | str, rows: str = ROWS, *,
-              confirm: bool = True, concurrency: int = 2, timeout: str = "5s") -> Path:
+              confirm: bool = True, concurrency: int = 2, timeout: str = "60s") -> Path:
     """A merchant payment job for ``sandbox`` (or a base URL) over ``rows``; its path."""
     (folder / "rows.csv").write_text(HEADER + rows, encoding="utf-8")
     path = folder / "job.yaml"

@@ -68,7 +68,7 @@ def sb(sandbox_factory: Callable[..., RunningSandbox]) -> RunningSandbox:
 
 def write_job(folder: Path, sb: RunningSandbox, rows: list[tuple[str, ...]] = ROWS, *,
               company: str = NEW_COMPANY, external_id: str = "shop-{{ row.shop }}",
-              concurrency: int = 2, timeout: str = "5s") -> Path:
+              concurrency: int = 2, timeout: str = "60s") -> Path:
     """An onboarding job over ``rows`` of (shop, company, merchant, template, label)."""
     lines = ["shop,company,merchant,template,label,iban"] + [",".join((*r, IBAN))
                                                              for r in rows]

@@ -398,9 +398,11 @@ def test_a_run_killed_with_sigkill_resumes_and_makes_each_order_once(
     ids = [f"k{i:02d}" for i in range(12)]
     rows = [row(i, f"{10 + n}.00") if n % 4 else row(i, f"{10 + n}.00", **FX)
             for n, i in enumerate(ids)]
-    # The first creation is done but its answer held: the kill leaves it in doubt.
+    # The first creation is done but its answer held past the kill: it is left in doubt.
+    # Each other creation takes 100 ms, so the kill lands before the batch ends even on a
+    # loaded machine.
     adm.faults({"*": {"latency_ms": 5},
-                "payment_orders": {"latency_ms": 5, "slow_next": 1}}, slow_seconds=3)
+                "payment_orders": {"latency_ms": 100, "slow_next": 1}}, slow_seconds=120)
     path = job(tmp_path, sb, rows, concurrency=3, timeout="30s")
     proc = run_process(path, state)
     kill_when(proc, lambda: len(order_counts(sb)) >= 3)

@@ -294,7 +294,7 @@ def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("host", "connection", "proxy-connection")}
-            answer = requests.request(self.command, self.path, headers=headers, timeout=5,
+            answer = requests.request(self.command, self.path, headers=headers, timeout=60,
                                       data=self.rfile.read(length) if length else None,
                                       allow_redirects=False)
             self.send_response(answer.status_code)

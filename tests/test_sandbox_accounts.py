@@ -17,6 +17,7 @@ from account_support import (
     ACCOUNT,
     BALANCE_PATHS,
     BALANCE_TYPES,
+    ONBOARDING,
     OPENING,
     bank,
     consistent,
@@ -370,16 +371,16 @@ def test_unknown_and_forbidden_accounts(api: Api) -> None:
 def test_basic_authentication_only(sandbox: RunningSandbox, api: Api) -> None:
     with requests.Session() as s:
         for auth in (None, (KEY, "wrong"), DigestAuth(KEY, SECRET)):
-            r = s.get(f"{sandbox.url}{ACCOUNT}/accounts/ACC0001/balances", auth=auth, timeout=5)
+            r = s.get(f"{sandbox.url}{ACCOUNT}/accounts/ACC0001/balances", auth=auth, timeout=60)
             refused(r, 401, "1000401")
-            r = s.post(f"{sandbox.url}{TRANSFERS}", json={}, auth=auth, timeout=5)
+            r = s.post(f"{sandbox.url}{TRANSFERS}", json={}, auth=auth, timeout=60)
             refused(r, 401, "1000401")
     assert entries(api, "ACC0002") == []
 
 
 def test_malformed_bodies(sandbox: RunningSandbox, api: Api) -> None:
     r = api.session.post(sandbox.url + TRANSFERS, data=b"{not json",
-                         headers={"Content-Type": "application/json"}, timeout=5)
+                         headers={"Content-Type": "application/json"}, timeout=60)
     refused(r, 400, "1000400")
     refused(api.post(TRANSFERS, ["a", "list"]), 400, "1000400")
     refused(api.call("DELETE", f"{TRANSFERS}/tr-1"), 405, "1000400")
@@ -452,11 +453,17 @@ def test_accounts_survive_a_restart(sandbox_factory: Callable[..., RunningSandbo
     assert fetched(api, f"{PAYOUTS}/po-kept")["status"] == "charged"
     assert consistent(api, "ACC0001") == settled("49958.00")
     assert onboard(api, "Wonka")["id"] == "ACC0005"  # numbering carries on
+    # The merchants made before the restart are found by name and count for their company.
+    merchant = fetched(api, f"{ONBOARDING}/merchants/Umbrella Shop")
+    second = created(api, f"{ONBOARDING}/accounts", {
+        "template_id": "TPL-STANDARD", "label": "Umbrella-second",
+        "company_id": merchant["company_id"]})
+    assert second["id"] == "ACC0006"
 
 
 def test_openapi_describes_the_account_endpoints(sandbox: RunningSandbox) -> None:
     with requests.Session() as http:
-        doc = http.get(sandbox.url + "/openapi.json", timeout=5).json()
+        doc = http.get(sandbox.url + "/openapi.json", timeout=60).json()
     expected = {f"{ACCOUNT}/accounts/{{account_external_id}}/balances": "get",
                 f"{ACCOUNT}/accounts/{{account_external_id}}/entries": "get",
                 TRANSFERS: "post", f"{TRANSFERS}/{{external_id}}": "get",

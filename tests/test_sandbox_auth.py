@@ -49,7 +49,7 @@ def digest(key: str = KEY, secret: str = SECRET, nonce: str | None = None,
 
 
 def get(sandbox: Any, path: str = PING, **kw: Any) -> requests.Response:
-    return requests.get(sandbox.url + path, timeout=5, **kw)
+    return requests.get(sandbox.url + path, timeout=60, **kw)
 
 
 def call(sandbox: Any, method: str, path: str, payload: Any = None,
@@ -58,7 +58,7 @@ def call(sandbox: Any, method: str, path: str, payload: Any = None,
     data = None if payload is None else simplejson.dumps(payload, use_decimal=True)
     headers = {} if data is None else {"Content-Type": "application/json"}
     return requests.request(method, sandbox.url + path, data=data, headers=headers, auth=auth,
-                            timeout=5)
+                            timeout=60)
 
 
 def refused(response: requests.Response, reason: str | None = None, case: Any = "") -> None:
@@ -122,7 +122,7 @@ def test_provider_digest_auth_signs_like_the_spec(sandbox):
     assert h["X-Svc-hmac"] == sign(SECRET, KEY, h["X-Svc-nonce"], h["Date"])
     assert 1 <= len(h["X-Svc-nonce"]) <= 64
     with requests.Session() as s:
-        assert s.send(prepared, timeout=5).status_code == 200
+        assert s.send(prepared, timeout=60).status_code == 200
 
 
 def test_digest_with_wrong_signature_is_refused(sandbox):
@@ -275,7 +275,7 @@ def test_concurrent_digest_requests_all_succeed(sandbox, admin):
         with requests.Session() as s:
             s.auth = DigestAuth(KEY, SECRET)
             for _ in range(25):
-                r = s.get(sandbox.url + PING, timeout=5)
+                r = s.get(sandbox.url + PING, timeout=60)
                 seen.append((r.status_code, r.request.headers["X-Svc-nonce"]))
         return seen
 

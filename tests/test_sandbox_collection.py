@@ -287,7 +287,7 @@ def test_unknown_and_forbidden_references(api: Api) -> None:
 
 def test_malformed_requests(api: Api, sandbox: RunningSandbox) -> None:
     raw = requests.post(sandbox.url + ORDERS, data=b'{"type": "C2B",', auth=(KEY, SECRET),
-                        headers={"Content-Type": "application/json"}, timeout=5)
+                        headers={"Content-Type": "application/json"}, timeout=60)
     refused(raw, 400, "1000400", "not valid JSON")
     refused(api.post(ORDERS), 400, "1000400")  # no body at all
     refused(api.call("POST", ORDERS, [1, 2]), 400, "1000400")

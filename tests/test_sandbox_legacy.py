@@ -72,7 +72,7 @@ def send(sandbox: RunningSandbox, payload: dict[str, Any] | bytes, kind: str = J
         data = xml_of(payload)
     else:
         data = simplejson.dumps(payload, use_decimal=True).encode()
-    return requests.request(method, sandbox.url + path, data=data, auth=auth, timeout=5,
+    return requests.request(method, sandbox.url + path, data=data, auth=auth, timeout=60,
                             headers={"Content-Type": kind})
 
 
@@ -348,7 +348,7 @@ def test_openapi_documents_the_legacy_pay_and_the_payment_side(
 ) -> None:
     """One test for both (the document is slow to build): the legacy Pay in both formats, and
     the collection service's payment endpoints, all with Basic only."""
-    doc = requests.get(sandbox.url + "/openapi.json", timeout=5).json()
+    doc = requests.get(sandbox.url + "/openapi.json", timeout=60).json()
     operation = doc["paths"][PAY]["post"]
     assert operation["security"] == [{"basic": []}]
     content = operation["requestBody"]["content"]

@@ -396,7 +396,7 @@ def test_invalid_quotation_request_is_1000999_naming_the_field(
 
 
 def raw_post(api: Api, path: str, data: bytes) -> requests.Response:
-    return api.session.post(api.base + MT + path, data=data, timeout=5,
+    return api.session.post(api.base + MT + path, data=data, timeout=60,
                             headers={"Content-Type": "application/json"})
 
 

@@ -247,18 +247,18 @@ def test_iban_check_digits_are_checked_in_every_country(api: Api) -> None:
 def test_basic_authentication_only(sandbox: RunningSandbox) -> None:
     with requests.Session() as s:
         for auth in (None, ("intruder", SECRET), DigestAuth(KEY, SECRET)):
-            refused(s.get(f"{sandbox.url}{COMPANIES}/Acme", auth=auth, timeout=5), 401,
+            refused(s.get(f"{sandbox.url}{COMPANIES}/Acme", auth=auth, timeout=60), 401,
                     "1000401")
             refused(s.post(f"{sandbox.url}{COMPANIES}", json={"template_id": "TPL-STANDARD",
                                                               "name": "Sneaky"},
-                           auth=auth, timeout=5), 401, "1000401")
-        r = s.get(f"{sandbox.url}{COMPANIES}/Sneaky", auth=(KEY, SECRET), timeout=5)
+                           auth=auth, timeout=60), 401, "1000401")
+        r = s.get(f"{sandbox.url}{COMPANIES}/Sneaky", auth=(KEY, SECRET), timeout=60)
         refused(r, 404, "1000404")
 
 
 def test_malformed_bodies(sandbox: RunningSandbox, api: Api) -> None:
     r = api.session.post(sandbox.url + COMPANIES, data=b"name=Acme",
-                         headers={"Content-Type": "application/json"}, timeout=5)
+                         headers={"Content-Type": "application/json"}, timeout=60)
     refused(r, 400, "1000400")
     refused(api.post(MERCHANTS, "a string"), 400, "1000400")
 
@@ -293,7 +293,7 @@ def test_onboarding_errors_and_unavailability_do_nothing(api: Api, admin: Admin)
 
 def test_openapi_describes_the_onboarding_endpoints(sandbox: RunningSandbox) -> None:
     with requests.Session() as http:
-        doc = http.get(sandbox.url + "/openapi.json", timeout=5).json()
+        doc = http.get(sandbox.url + "/openapi.json", timeout=60).json()
     for path, method, schema in ((COMPANIES, "post", "CompanyCreate"),
                                  (MERCHANTS, "post", "MerchantCreate"),
                                  (ACCOUNTS, "post", "AccountCreate"),

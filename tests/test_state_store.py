@@ -2,7 +2,8 @@
 items and who holds an external_id (rule 7), an attempt's intent and outcome committed
 around a call (rule 2), the latest run, the operations sent, and resolving by hand.
 
-The ``store`` fixture is parametrized by backend: a new backend runs these same tests."""
+The ``store`` fixture is parametrized by backend (``where``, in conftest): a new backend runs
+these same tests."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from runner.state import (
     Approval,
     ItemRecord,
     RetryRecord,
+    StateLocation,
     StateStore,
     derived_ref,
     empty_store,
@@ -28,9 +30,9 @@ from runner.state import (
 JOB = "pay-2026-11"
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
-    with open_store(tmp_path / "state" / "runner.sqlite") as opened:
+@pytest.fixture
+def store(where: StateLocation) -> Iterator[StateStore]:
+    with open_store(where) as opened:
         yield opened
 
 
@@ -84,10 +86,10 @@ def test_an_attempt_leaves_the_item_in_doubt_until_its_outcome(store: StateStore
     assert store.attempts("a")[1].http_status == 201
 
 
-def test_one_live_run_holds_a_jobs_lease(store: StateStore, tmp_path: Path) -> None:
+def test_one_live_run_holds_a_jobs_lease(store: StateStore, where: StateLocation) -> None:
     run_id = store.start_run(JOB, "job.yaml")
     token = store.acquire_lease(JOB, run_id)
-    with open_store(tmp_path / "state" / "runner.sqlite") as other:
+    with open_store(where) as other:
         with pytest.raises(LeaseHeld) as held:
             other.acquire_lease(JOB, run_id + 1)
         assert held.value.exit_code == 75

@@ -17,6 +17,7 @@ from runner.cli.plan import apply, plan
 from runner.cli.run import confirm, run, validate
 from runner.cli.sandbox import sandbox
 from runner.cli.schema import schema
+from runner.cli.state import state
 
 HELP = """Pay many people at once from a YAML job file, exactly once.
 
@@ -57,5 +58,5 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (validate, plan, run, apply, confirm, status, report, resolve, reconcile,
-                sandbox, schema):
+                sandbox, schema, state):
     main.add_command(command)

@@ -17,6 +17,7 @@ from runner.cli.options import (
     state_option,
     state_path_of,
 )
+from runner.state.locations import StateLocation
 
 
 @click.command()
@@ -25,7 +26,7 @@ from runner.cli.options import (
               show_default=True, help="json: the summary's counts and lists, for machines.")
 @state_option
 @reports_errors
-def status(job: Path, fmt: str, state: Path | None) -> None:
+def status(job: Path, fmt: str, state: StateLocation | None) -> None:
     """Counts per state of JOB's items, the items in doubt and those needing a person.
 
     Reads the state database only (which must exist); nothing is sent. Exits 0 when every
@@ -61,7 +62,7 @@ def status(job: Path, fmt: str, state: Path | None) -> None:
               help="Lookups at a time (default: the job's run.concurrency).")
 @state_option
 @reports_errors
-def reconcile(job: Path, fmt: str, concurrency: int | None, state: Path | None) -> None:
+def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation | None) -> None:
     """Compare every item of JOB's state with the provider's own record of it.
 
     Each item is found at the provider by its external_id (GETs only, at bounded
@@ -108,7 +109,8 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: Path | None) 
                    "its `send`).")
 @state_option
 @reports_errors
-def report(job: Path, fmt: str, output: Path | None, email: bool, state: Path | None) -> None:
+def report(job: Path, fmt: str, output: Path | None, email: bool,
+           state: StateLocation | None) -> None:
     """The summary of JOB, from the state database, at any time (during a run too).
 
     How many were paid and what it cost per currency, what failed with the provider's code
@@ -148,7 +150,8 @@ def report(job: Path, fmt: str, output: Path | None, email: bool, state: Path | 
 @click.option("--note", required=True, help="What was checked, for the record.")
 @state_option
 @reports_errors
-def resolve(job: Path, external_id: str, outcome: str, note: str, state: Path | None) -> None:
+def resolve(job: Path, external_id: str, outcome: str, note: str,
+            state: StateLocation | None) -> None:
     """Record what a person found at the provider for an unknown or conflicting item.
 
     Such items (a call with no lookup whose answer was lost, or a provider record that is

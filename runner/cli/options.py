@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from runner.errors import JobErrors, RunnerError
+from runner.errors import BadStateLocation, JobErrors, RunnerError
+from runner.state.locations import StateLocation, parse_location
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = 128 + 2  # the shell's code for a process ended by SIGINT
@@ -22,15 +23,32 @@ DEFAULT_STATE_DIR = Path("state")
 STATE_FILE = "runner.sqlite"
 
 
-def state_dir_of(state: Path | None) -> Path:
-    """The folder of the state database (and of the embedded sandbox's state)."""
-    if state is not None:
+def state_dir_of(state: StateLocation | None) -> Path:
+    """The folder of the state database (and of the embedded sandbox's state, and of the
+    summaries); with the state in PostgreSQL, the default folder."""
+    if isinstance(state, Path):
         return state.parent
     return Path(os.environ.get("RUNNER_STATE_DIR", DEFAULT_STATE_DIR))
 
 
-def state_path_of(state: Path | None) -> Path:
+def state_path_of(state: StateLocation | None) -> StateLocation:
     return state if state is not None else state_dir_of(None) / STATE_FILE
+
+
+class StateParam(click.ParamType):
+    """``--state``: a SQLite file path, or a PostgreSQL URL (kept as text: a ``Path`` would
+    fold its ``//``); a URL with a password is refused (exit 2) without echoing it."""
+
+    name = "PATH|URL"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> StateLocation:
+        if isinstance(value, Path):
+            return value
+        try:
+            return parse_location(str(value))
+        except BadStateLocation as exc:
+            self.fail(str(exc).removeprefix("--state: "), param, ctx)
 
 
 def job_argument(f: F) -> F:
@@ -38,9 +56,11 @@ def job_argument(f: F) -> F:
 
 
 def state_option(f: F) -> F:
-    return click.option("--state", type=click.Path(dir_okay=False, path_type=Path),
+    return click.option("--state", type=StateParam(), envvar="RUNNER_STATE",
                         help="SQLite state file (default: state/runner.sqlite, or "
-                             "$RUNNER_STATE_DIR/runner.sqlite).")(f)
+                             "$RUNNER_STATE_DIR/runner.sqlite), or a PostgreSQL database: "
+                             "postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or "
+                             "~/.pgpass); also $RUNNER_STATE.")(f)
 
 
 class QuietStdout:

@@ -13,21 +13,26 @@ import simplejson
 
 from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
 from runner.cli.run import FORMAT, QUOTE, RETRY_FAILED, _execute, run_options
+from runner.state.locations import StateLocation
 
 if TYPE_CHECKING:
     from runner.state import StateStore
 
 
-def _store(path: Path) -> StateStore:
-    """The state to plan against; one not made yet is an empty state (a job's first plan,
-    which says so), and is not created: planning writes nothing."""
+def _store(path: StateLocation) -> tuple[StateStore, bool]:
+    """The state to plan against, and whether it exists; one not made yet is an empty state
+    (a job's first plan, which says so), and is not created: planning writes nothing."""
+    from runner.errors import StateMissing
     from runner.state import empty_store, open_store
 
-    return open_store(path, create=False) if path.is_file() else empty_store()
+    try:
+        return open_store(path, create=False), True
+    except StateMissing:
+        return empty_store(), False
 
 
-def show_plan(job: Path, state: Path | None, quote: bool, retry_failed: bool, fmt: str,
-              output: Path | None) -> int:
+def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
+              fmt: str, output: Path | None) -> int:
     """Print (and with ``output`` write) the plan of ``job``; the exit code a run would
     have before sending anything: 2 invalid items stop it, 4 the balances are short."""
     from runner.connect import connect
@@ -39,13 +44,15 @@ def show_plan(job: Path, state: Path | None, quote: bool, retry_failed: bool, fm
 
     loaded = load_job(job)
     path = state_path_of(state)
-    with _store(path) as store, connect(loaded, state_dir_of(state),
+    store, exists = _store(path)
+    with store, connect(loaded, state_dir_of(state),
                                         pool=loaded.run.concurrency) as provider:
         plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
                          quote=quote, retry_failed=retry_failed)
-    plan.state = str(path) if path.is_file() else f"{path} (none yet: every item is new)"
+    plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
-        sha256 = write_plan(document(plan, loaded, str(path.resolve())), output)
+        where = str(path.resolve() if isinstance(path, Path) else path)
+        sha256 = write_plan(document(plan, loaded, where), output)
         click.echo(f"plan written to {output} (sha256 {sha256}); `runner apply {output}` "
                    f"pays it", err=True)
     if fmt == "json":
@@ -66,7 +73,7 @@ def show_plan(job: Path, state: Path | None, quote: bool, retry_failed: bool, fm
 @state_option
 @reports_errors
 def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | None,
-         state: Path | None) -> None:
+         state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
     Sends nothing (but --quote's quotations, in a dryrun- namespace, never confirmed).
@@ -90,7 +97,7 @@ def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | No
               help="Who approved the plan (default: the user running apply).")
 @run_options
 @reports_errors
-def apply(plan_file: Path, approved_by: str | None, state: Path | None,
+def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
           concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
           verbose: bool) -> None:
     """Pay exactly what the plan file PLAN (`runner plan JOB -o PLAN`) lists.

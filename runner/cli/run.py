@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 import simplejson
@@ -23,6 +23,7 @@ from runner.cli.options import (
 )
 from runner.errors import RunnerError
 from runner.job.limits import CONCURRENCY_MAX
+from runner.state.locations import StateLocation
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
     from runner.engine.batch import RunResult
@@ -48,7 +49,7 @@ RETRY_FAILED = click.option(
 @FORMAT
 @state_option
 @reports_errors
-def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
+def validate(job: Path, quote: bool, fmt: str, state: StateLocation | None) -> None:
     """Check every item of JOB against the provider's rules; nothing is sent.
 
     Prints each problem as FILE:ROW: FIELD: message, then a closing line with the counts and
@@ -61,7 +62,7 @@ def validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
     _validate(job, quote, fmt, state)
 
 
-def _validate(job: Path, quote: bool, fmt: str, state: Path | None) -> None:
+def _validate(job: Path, quote: bool, fmt: str, state: StateLocation | None) -> None:
     from runner.connect import connect
     from runner.job import load_job
     from runner.summary import check_summary
@@ -94,7 +95,7 @@ def _logging(quiet: bool, verbose: bool) -> None:
     root.setLevel(level)
 
 
-def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
              retry_failed: bool = False, applied: AppliedPlan | None = None) -> None:
     from runner.cli.progress import echo_status, progress_for
@@ -109,7 +110,9 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     templates = check_summary(loaded)  # a broken summary template stops us before money moves
     state_path = state_path_of(state)
     tty = sys.stdin.isatty() and sys.stderr.isatty()
-    options = RunOptions(state_path, concurrency=concurrency, allow_partial=allow_partial,
+    # RunOptions.state_path is any StateLocation (open_store takes either kind).
+    options = RunOptions(cast(Path, state_path), concurrency=concurrency,
+                         allow_partial=allow_partial,
                          confirm=True if confirm_only else None, confirm_only=confirm_only,
                          retry_failed=retry_failed, applied=applied)
     if tty and not yes:
@@ -146,7 +149,7 @@ def _execute(job: Path, state: Path | None, concurrency: int | None, yes: bool,
     sys.exit(128 + stopped_by[0] if stopped_by else code)
 
 
-def _summarize(loaded: Job, templates: Templates, state: Path | None, result: RunResult
+def _summarize(loaded: Job, templates: Templates, state: StateLocation | None, result: RunResult
                ) -> int:
     """Write (and email) the run's summary; the exit code, 3 only when the run's was 0."""
     from runner.summary import conclude
@@ -199,7 +202,7 @@ def run_options(f: F) -> F:
 @run_options
 @reports_errors
 def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
-        state: Path | None, concurrency: int | None, yes: bool, allow_partial: bool,
+        state: StateLocation | None, concurrency: int | None, yes: bool, allow_partial: bool,
         quiet: bool, verbose: bool) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
@@ -228,7 +231,7 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
 @job_argument
 @run_options
 @reports_errors
-def confirm(job: Path, state: Path | None, concurrency: int | None, yes: bool,
+def confirm(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
             allow_partial: bool, quiet: bool, verbose: bool) -> None:
     """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
 

@@ -3,7 +3,8 @@
 ``StateStore`` (``store``) is the interface every other part uses; ``records`` are the typed
 rows it hands out (``ItemRecord``, ``AttemptRecord``, ``RunRecord``), ``history`` those of a
 failed item's retries and a run's approval; ``sqlite`` is the default backend, one SQLite
-file. ``open_store`` picks the backend for a location (``empty_store``: nothing, in memory).
+file; ``postgres`` a PostgreSQL database that several hosts share (``locations``: which).
+``open_store`` picks the backend for a location (``empty_store``: nothing, in memory).
 """
 
 from __future__ import annotations
@@ -14,15 +15,24 @@ from pathlib import Path
 
 from runner.errors import StateMissing
 from runner.state.history import Approval, RetryRecord, derived_ref
+from runner.state.locations import StateLocation, check_url, is_database_url
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
-def open_store(location: Path, *, create: bool = True) -> StateStore:
-    """The state store at ``location`` (a SQLite file, created with its folder if new);
-    with ``create`` False a missing one is StateMissing, for the commands that only read."""
+def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
+    """The state store at ``location`` (a SQLite file, created with its folder if new; or a
+    PostgreSQL URL, its tables created if new); with ``create`` False a missing one is
+    StateMissing, for the commands that only read."""
     from runner.state.sqlite import SqliteStore
 
+    if is_database_url(location):
+        from runner.state.postgres import PostgresStore
+
+        assert isinstance(location, str)
+        check_url(location)
+        return PostgresStore(location, location, create=create)
+    location = Path(location)
     if not create and not location.is_file():
         raise StateMissing(f"{location}: no state database here (nothing has run with this "
                            f"--state yet?)")
@@ -37,7 +47,7 @@ def empty_store() -> StateStore:
 
 
 @contextlib.contextmanager
-def hold_lease(location: Path, job_name: str) -> Iterator[None]:
+def hold_lease(location: StateLocation, job_name: str) -> Iterator[None]:
     """The job's lease at ``location``, held from now until the end of the block (see
     ``StateStore.hold_lease``); LeaseHeld when another live run has it."""
     with open_store(location) as store, store.hold_lease(job_name):
@@ -52,6 +62,7 @@ __all__ = [
     "ItemRecord",
     "RetryRecord",
     "RunRecord",
+    "StateLocation",
     "StateStore",
     "WorkLeft",
     "derived_ref",

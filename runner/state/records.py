@@ -107,7 +107,9 @@ class ItemRecord:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ItemRecord:
-        """A record from the database's columns (amounts are stored as exact text)."""
+        """A record from the database's columns (amounts are stored as exact text; the
+        columns of cooperating workers' claims are not the item's)."""
+        row = {name: row[name] for name in COLUMNS if name in row}
         for name in AMOUNTS:
             value = row.get(name)
             if value is not None:

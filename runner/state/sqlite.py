@@ -49,7 +49,8 @@ from runner.state.records import (
     WorkLeft,
 )
 from runner.state.sqlite_schema import migrations
-from runner.state.store import LEASE_TTL, StateStore, now_iso
+from runner.state.store import LEASE_TTL, now_iso
+from runner.state.workers import LocalWorkers
 
 log = logging.getLogger("runner")
 # Exact amounts are stored as their text.
@@ -72,7 +73,7 @@ _RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, m
                 "lines")
 
 
-class SqliteStore(StateStore):
+class SqliteStore(LocalWorkers):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:
@@ -177,11 +178,12 @@ class SqliteStore(StateStore):
         self._run("UPDATE runs SET lines = ? WHERE id = ?", [json.dumps(list(lines)), run_id])
 
     def work_left(self, job_name: str) -> WorkLeft:
-        rows = self._rows("SELECT count(*) AS items, coalesce(sum(CASE WHEN step <> 'final' "
-                          "AND outcome <> 'conflict' THEN 1 ELSE 0 END), 0) AS open, "
-                          "max(updated_at) AS last_update FROM items WHERE job_name = ?",
-                          [job_name])
-        return WorkLeft(**rows[0])
+        rows = self._rows("SELECT count(*) AS all_items, coalesce(sum(CASE WHEN step <> "
+                          "'final' AND outcome <> 'conflict' THEN 1 ELSE 0 END), 0) AS "
+                          "open_items, max(updated_at) AS last_update FROM items WHERE "
+                          "job_name = ?", [job_name])
+        row = rows[0]
+        return WorkLeft(int(row["all_items"]), int(row["open_items"]), row["last_update"])
 
     def note_mailed(self, run_id: int) -> None:
         self._run("UPDATE runs SET mailed = 1 WHERE id = ?", [run_id])

@@ -69,7 +69,18 @@ def _digest(db: Database) -> None:
     db.table("attempts").create_index(["run_id"])
 
 
-@migrations(name="0005_run_inputs_lines")
+@migrations(name="0005_worker_claims")
+def _workers(db: Database) -> None:
+    # Cooperating workers on one job (runner.state.workers): who works an item and until
+    # when, the job's steps done once, and the job's next free slot under its rate limit.
+    db.table("items").add_column("claimed_by", str)
+    db.table("items").add_column("claim_expires", float)
+    db.table("job_steps").create({"job_name": str, "step": str, "digest": str,
+                                  "done_by": str, "done_at": str}, pk=("job_name", "step"))
+    db.table("rate_slots").create({"job_name": str, "next_at": float}, pk="job_name")
+
+
+@migrations(name="0006_run_inputs_lines")
 def _inputs(db: Database) -> None:
     # What a run's inputs were (a digest of the job, its rows and templates, once validated)
     # and the closing lines it printed: a run of unchanged inputs with nothing left to do

@@ -206,3 +206,51 @@ class StateStore(ABC):
 
     @abstractmethod
     def attempts(self, external_id: str) -> list[AttemptRecord]: ...
+
+    # ------------------------------------------------------------ cooperating workers
+    # Several processes (on several hosts) may run one job together on a shared state
+    # (PostgreSQL). ``worker`` names one of them (unique: host, pid and a random part). With
+    # SQLite the job's lease makes the run the only worker, and these are trivially true.
+    @abstractmethod
+    def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
+                    ttl: float) -> list[ItemRecord]:
+        """Take up to ``limit`` of the job's items whose outcome is one of ``outcomes``, in
+        row order, that no live worker holds: never claimed, released, or claimed by a
+        worker whose claim expired (it stopped refreshing: it died). They are ``worker``'s
+        for ``ttl`` seconds (of the database's clock), kept by ``refresh_claims``. Two
+        workers never get the same item; an item taken over from a dead worker may be in
+        doubt (``intent``): look it up before anything else (rule 3)."""
+
+    @abstractmethod
+    def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
+        """The worker's heartbeat: its claims on the job's items last ``ttl`` seconds more;
+        how many it still holds (a claim that expired and was taken by another is lost)."""
+
+    @abstractmethod
+    def release_claims(self, job_name: str, worker: str,
+                       external_ids: Sequence[str] | None = None) -> None:
+        """Give back the worker's claims (those on ``external_ids``, or all)."""
+
+    @abstractmethod
+    def job_step(self, job_name: str, step: str,
+                 digest: str) -> contextlib.AbstractContextManager[bool]:
+        """A step that belongs to the whole job (validation and the plan, the balance check
+        before the first confirm), done once for inputs of ``digest``. Yields True to the
+        worker that must do it (the step is recorded done, for ``digest``, when its block
+        ends without an exception), False when it is done already. While one worker is in
+        the block, the others wait at its start; when it fails, the next one does it."""
+
+    @abstractmethod
+    def finish_job(self, job_name: str, worker: str, key: str) -> bool:
+        """The worker has no more work (``claim_items`` gave it nothing): its claims are
+        released. True for exactly one worker per ``key`` (e.g. the inputs' digest and when
+        the plan was recorded): the last to finish, when no other worker holds a live claim
+        on the job's items. That worker writes the summary (and its email); its exit code
+        is the summary's."""
+
+    @abstractmethod
+    def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
+        """``run.rate_limit`` for all workers together: take the job's next ``count`` free
+        slots, ``interval`` seconds apart, atomically; when the first is (the others follow
+        it, ``interval`` apart). ``now`` is the caller's clock (``time.time`` or a test's),
+        which cooperating hosts keep in step (NTP); the caller waits until the slot."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from runner.errors import EmailNotSent, StateError, SummaryError
 from runner.job import Job
-from runner.state import StateStore, open_store
+from runner.state import StateLocation, StateStore, open_store
 from runner.state.files import private_folder, write_private
 from runner.summary.items_csv import items_csv
 from runner.summary.mail import compose, send, should_send
@@ -55,12 +55,12 @@ def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summar
     return build_summary(store, job.name, secrets=job.secrets(), notes=notes)
 
 
-def load_summary(job: Job, state_path: Path) -> Summary:
+def load_summary(job: Job, state_path: StateLocation) -> Summary:
     """The job's summary from the state at ``state_path``, which must exist."""
-    if not state_path.is_file():
+    if isinstance(state_path, Path) and not state_path.is_file():
         raise StateError(f"{state_path}: no state database here; has {job.name} run with "
                          f"this --state?")
-    with open_store(state_path) as store:
+    with open_store(state_path, create=False) as store:
         return summary_of(job, store)
 
 
@@ -86,7 +86,7 @@ def report_base(summary: Summary, folder: Path) -> Path:
 
 
 def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
-             state_path: Path | None = None) -> Delivery:
+             state_path: StateLocation | None = None) -> Delivery:
     """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
     template), then emailed when the job asks; an email failure is logged and returned.
     A summary that says what the previous run's said is not written again, and one that

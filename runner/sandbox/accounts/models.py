@@ -2,9 +2,12 @@
 validation of transfer and payout requests on the sandbox clock (the accounts themselves are
 onboarding/models.py's records).
 
-Balances are never stored: each is a sum over the account's entries, so the two cannot drift
-apart. An entry's amount is positive and ``credit_debit_indicator`` gives its way, as on a
-bank statement. With V the validated and W the waiting entries:
+Balances are sums over the account's entries, kept as entries are posted and validated (an
+account's ``Ledger``: its entries and their sums, summed afresh from the entries at the first
+use after a start, so that the two cannot drift apart across a restart): a request costs the
+same however many entries came before it. An entry's amount is positive and
+``credit_debit_indicator`` gives its way, as on a bank statement. With V the validated and W
+the waiting entries:
 
     UP_TO_DATE             = V credits - V debits
     WAITING_FOR_VALIDATION = W credits - W debits
@@ -21,6 +24,7 @@ the request to ``validate``: entries VALIDATED, transfer ``Validated``, payout `
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -50,35 +54,70 @@ def post_entry(store: Store, account_rid: int, indicator: str, amount: Decimal,
              "credit_debit_indicator": indicator, "label": label,
              "status": VALIDATED if validated else WAITING, "transfer_request_id": transfer_id,
              "validation_date": iso(when) if validated else None}
+    ledgers = _ledgers(store)  # summed before the entry is added: it is counted once
     rid = store.next_id("entries")
     store.add("entries", entry, {}, rid=rid)
+    _ledger(ledgers, owner["id"]).post(rid, entry)
     return rid
 
 
+@dataclass
+class Ledger:
+    """One account's entries (internal numbers, oldest first), the sums of their amounts by
+    (status, way) and the last time each balance changed (ISO text: text order is time)."""
+
+    rids: list[int] = field(default_factory=list)
+    sums: dict[tuple[str, str], Decimal] = field(default_factory=lambda: {
+        (s, way): Decimal(0) for s in (WAITING, VALIDATED) for way in (CREDIT, DEBIT)})
+    changed: dict[str, str] = field(default_factory=lambda: dict.fromkeys(BALANCE_TYPES, ""))
+
+    def post(self, rid: int, e: dict[str, Any]) -> None:
+        self.rids.append(rid)
+        self.count(e, 1)
+
+    def count(self, e: dict[str, Any], sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) an entry's amount; note its dates."""
+        way = e["credit_debit_indicator"]
+        self.sums[(e["status"], way)] += sign * Decimal(e["entry"]["amount"])
+        created, validated = e["creation_date"], e["validation_date"]
+        self._touch(("EXPECTED", "WAITING_FOR_VALIDATION"), created)
+        self._touch(("UP_TO_DATE", "WAITING_FOR_VALIDATION"), validated)
+        self._touch(("AVAILABLE",), created if way == DEBIT else validated)
+
+    def _touch(self, kinds: tuple[str, ...], when: str | None) -> None:
+        for kind in kinds:
+            if when is not None and when > self.changed[kind]:
+                self.changed[kind] = when
+
+
+def _ledgers(store: Store) -> dict[str, Ledger]:
+    """Account id -> its Ledger; summed from the entries at the first use after a start."""
+    found: dict[str, Ledger] | None = store.derived.get("ledgers")
+    if found is None:
+        found = store.derived["ledgers"] = {}
+        for rid, e in store.tables["entries"].items():
+            _ledger(found, e["account_id"]).post(rid, e)
+    return found
+
+
+def _ledger(ledgers: dict[str, Ledger], account_id: str) -> Ledger:
+    return ledgers.setdefault(account_id, Ledger())
+
+
 def entries_of(store: Store, account_rid: int) -> list[dict[str, Any]]:
-    """The account's entries, oldest first (a scan: entries are kept in creation order)."""
-    account_id = store.tables["accounts"][account_rid]["id"]
-    return [e for e in store.tables["entries"].values() if e["account_id"] == account_id]
+    """The account's entries, oldest first."""
+    ledger = _ledgers(store).get(store.tables["accounts"][account_rid]["id"])
+    entries = store.tables["entries"]
+    return [] if ledger is None else [entries[rid] for rid in ledger.rids]
 
 
 def balances(store: Store, account_rid: int, now: float) -> list[dict[str, Any]]:
     """The four Balance objects, each with the last time its amount changed."""
     owner = store.tables["accounts"][account_rid]
-    sums = {(s, way): Decimal(0) for s in (WAITING, VALIDATED) for way in (CREDIT, DEBIT)}
-    changed = dict.fromkeys(BALANCE_TYPES, owner["creation_date"])
-
-    def touch(kinds: tuple[str, ...], when: str | None) -> None:
-        for kind in kinds:
-            if when is not None and when > changed[kind]:  # same ISO form: text order is time
-                changed[kind] = when
-
-    for e in entries_of(store, account_rid):
-        way, created, validated = e["credit_debit_indicator"], e["creation_date"], \
-            e["validation_date"]
-        sums[(e["status"], way)] += Decimal(e["entry"]["amount"])
-        touch(("EXPECTED", "WAITING_FOR_VALIDATION"), created)
-        touch(("UP_TO_DATE", "WAITING_FOR_VALIDATION"), validated)
-        touch(("AVAILABLE",), created if way == DEBIT else validated)
+    ledger = _ledgers(store).get(owner["id"]) or Ledger()
+    sums = ledger.sums
+    changed = {kind: max(owner["creation_date"], ledger.changed[kind])
+               for kind in BALANCE_TYPES}
     up_to_date = sums[(VALIDATED, CREDIT)] - sums[(VALIDATED, DEBIT)]
     waiting = sums[(WAITING, CREDIT)] - sums[(WAITING, DEBIT)]
     amounts = {"AVAILABLE": up_to_date - sums[(WAITING, DEBIT)],
@@ -107,8 +146,13 @@ def validate(store: Store, table: str, rid: int, status: str, when: float) -> No
     stamp = iso(when)
     if meta.get("transfer") is not None:
         validate(store, "transfer_requests", meta["transfer"], "Validated", when)
+    ledgers = _ledgers(store)
     for entry_rid in meta.get("entries", ()):
-        store.tables["entries"][entry_rid].update(status=VALIDATED, validation_date=stamp)
+        entry = store.tables["entries"][entry_rid]
+        ledger = _ledger(ledgers, entry["account_id"])
+        ledger.count(entry, -1)
+        entry.update(status=VALIDATED, validation_date=stamp)
+        ledger.count(entry, 1)
         store.save("entries", entry_rid)
     store.tables[table][rid].update(status=status, validation_date=stamp)
     store.save(table, rid)

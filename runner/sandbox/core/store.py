@@ -12,6 +12,7 @@ import heapq
 import itertools
 import os
 import threading
+from collections import deque
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,10 @@ class Store:
         self.merchant_balances: dict[str, dict[str, Any]] = {
             c: {"id": n, "currency": c, "balance": amount}
             for n, (c, amount) in enumerate(sorted(merchant_balances.items()), 1)}
-        self.nonces: dict[str, float] = {}
+        self.nonces = NonceMemory()
+        # What a service derives from its tables to answer in O(1) (accounts/models.py's
+        # ledgers), made again from the tables when missing: never journalled.
+        self.derived: dict[str, Any] = {}
         self.schedule: list[tuple[float, int, str, int]] = []
         self._tiebreak = itertools.count()
         # The sandbox clock's offset is state too: due times and expiries are on that clock,
@@ -109,13 +113,8 @@ class Store:
 
     # ------------------------------------------------------------ nonces
     def nonce_seen(self, key_nonce: str, expires: float, now: float) -> bool:
-        """Remember a nonce until ``expires``; True when it was already used."""
-        if key_nonce in self.nonces:
-            return True
-        self.nonces[key_nonce] = expires
-        if len(self.nonces) > 100_000:
-            self.nonces = {k: v for k, v in self.nonces.items() if v > now}
-        return False
+        """Remember a nonce until ``expires``; True when it is remembered still."""
+        return self.nonces.seen(key_nonce, expires, now)
 
     # ------------------------------------------------------------ persistence
     def _write(self, kind: str, key: Any, value: Any) -> None:
@@ -149,7 +148,7 @@ class Store:
                 elif kind in ("balances", "merchant_balances"):
                     getattr(self, kind)[key] = value
                 elif kind == "nonces":
-                    self.nonces = value
+                    self.nonces = NonceMemory(value)
                 elif kind == "clock":
                     self.clock_offset = float(value)
                 elif kind.startswith("meta:"):
@@ -196,6 +195,45 @@ class Store:
                     self.save_balance(currency)
                 for currency in self.merchant_balances:
                     self.save_balance(currency, merchant=True)
-                self._write("nonces", "", self.nonces)
+                self._write("nonces", "", self.nonces.remembered())
             os.replace(tmp, self.path)
             self._journal = None
+
+
+class NonceMemory:
+    """The nonces of ``--nonce-check strict``, each until it expires, in O(1) amortised per
+    request whatever the number served: a dict answers "seen?", and a queue in order of
+    expiry (nonces arrive in that order: each expires a fixed time after it came) forgets
+    the expired ones from its left end, a few at each new nonce. A nonce past its expiry but
+    not yet forgotten (the clock stepped back) counts as new."""
+
+    def __init__(self, remembered: dict[str, float] | None = None) -> None:
+        self._expires: dict[str, float] = {}
+        self._queue: deque[tuple[float, str]] = deque()
+        for key, expires in sorted((remembered or {}).items(), key=lambda kv: kv[1]):
+            self._keep(key, float(expires))
+
+    def __len__(self) -> int:
+        return len(self._expires)
+
+    def seen(self, key: str, expires: float, now: float) -> bool:
+        self._forget(now)
+        if self._expires.get(key, now) > now:
+            return True
+        self._keep(key, expires)
+        return False
+
+    def remembered(self) -> dict[str, float]:
+        """Nonce -> expiry, for the state file."""
+        return dict(self._expires)
+
+    def _keep(self, key: str, expires: float) -> None:
+        self._expires[key] = expires
+        self._queue.append((expires, key))
+
+    def _forget(self, now: float) -> None:
+        queue, expires = self._queue, self._expires
+        while queue and queue[0][0] <= now:
+            when, key = queue.popleft()
+            if expires.get(key) == when:  # not kept again since
+                del expires[key]

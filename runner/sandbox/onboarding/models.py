@@ -94,7 +94,29 @@ def new_merchant(store: Store, fields: dict[str, Any], when: float,
                 "creation_date": iso(when), "update_date": iso(when)}
     store.add("merchants", merchant, {"foreign": foreign}, rid=rid,
               ext=fields["merchant_external_id"])
+    _index_merchant(merchant_index(store), rid, merchant)
     return merchant
+
+
+MerchantIndex = tuple[set[str], dict[str, int]]
+
+
+def merchant_index(store: Store) -> MerchantIndex:
+    """The company ids that have a merchant, and the first merchant (internal number) of each
+    name: made from the merchants at the first use after a start, kept as merchants are made,
+    so that neither question costs a scan of every merchant."""
+    found: MerchantIndex | None = store.derived.get("merchants")
+    if found is None:
+        found = store.derived["merchants"] = (set(), {})
+        for rid, merchant in store.tables["merchants"].items():
+            _index_merchant(found, rid, merchant)
+    return found
+
+
+def _index_merchant(index: MerchantIndex, rid: int, merchant: dict[str, Any]) -> None:
+    companies, names = index
+    companies.add(merchant["company_id"])
+    names.setdefault(merchant["name"], rid)
 
 
 def new_account(store: Store, fields: dict[str, Any], banks: list[dict[str, Any]] | None,

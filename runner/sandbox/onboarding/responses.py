@@ -119,8 +119,7 @@ async def get_merchant(request: Request, name_id: str) -> JSON:
     with store.lock:
         rid = records.find(store, "merchants", name_id)
         if rid is None:
-            rid = next((r for r, m in store.tables["merchants"].items()
-                        if m["name"] == name_id), None)
+            rid = records.merchant_index(store)[1].get(name_id)
         return _found(request, "merchants", rid, name_id)
 
 
@@ -155,7 +154,7 @@ async def create_account(request: Request, body: a.AccountCreate) -> JSON:
         currency = _template(body.template_id)
         company_rid = _company(store, body.company_id)
         company_id = store.tables["companies"][company_rid]["id"]
-        if not any(m["company_id"] == company_id for m in store.tables["merchants"].values()):
+        if company_id not in records.merchant_index(store)[0]:
             raise ApiError("2001201", f"company {company_id} has no merchant yet: onboard "
                                       f"the company, then a merchant, then accounts")
         _not_an_id("accounts", body.label, "label")

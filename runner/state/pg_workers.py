@@ -1,0 +1,94 @@
+"""Cooperating workers in one PostgreSQL state: the claims, the job's steps and the shared
+rate slot of ``StateStore`` (see its docs), for processes on any hosts at once.
+
+Claims are rows locked with ``FOR UPDATE SKIP LOCKED`` then marked with the worker and an
+expiry on the database's clock (one clock for every host); a worker's heartbeat moves its
+expiry on, and an expired claim is anyone's. A job's step is done under a session advisory
+lock keyed on the job and the step, held on one connection for the step's block: the other
+workers wait at its start, then find it recorded in ``job_steps``. The job's finish and its
+rate slot are single statements under row locks or a transaction's advisory lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from runner.state.records import ItemRecord
+from runner.state.store import now_iso
+from runner.state.workers import LocalWorkers
+
+_NOW = "extract(epoch FROM clock_timestamp())"
+_CLAIMABLE = f"(claimed_by IS NULL OR claim_expires <= {_NOW})"
+
+
+class PostgresWorkers(LocalWorkers):
+    """The coordination methods, concurrent: ``_with_tx`` and ``_connection`` are the
+    store's (``runner.state.postgres``)."""
+
+    def _with_tx(self, work: Any) -> Any:
+        raise NotImplementedError
+
+    def _connection(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
+                    ttl: float) -> list[ItemRecord]:
+        rows = self._rows(
+            f"UPDATE items SET claimed_by = ?, claim_expires = {_NOW} + ? WHERE external_id "
+            f"IN (SELECT external_id FROM items WHERE job_name = ? AND outcome = ANY(?) AND "
+            f"{_CLAIMABLE} ORDER BY row LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING *",
+            [worker, ttl, job_name, list(outcomes), limit])
+        return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
+
+    def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
+        return len(self._rows(f"UPDATE items SET claim_expires = {_NOW} + ? WHERE "
+                              "job_name = ? AND claimed_by = ? RETURNING external_id",
+                              [ttl, job_name, worker]))
+
+    @contextlib.contextmanager
+    def job_step(self, job_name: str, step: str, digest: str) -> Iterator[bool]:
+        key = f"runner:step:{job_name}:{step}"
+        with self._connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [key])
+            try:
+                done = conn.execute("SELECT digest FROM job_steps WHERE job_name = %s AND "
+                                    "step = %s", [job_name, step]).fetchone()
+                if done is not None and done[0] == digest:
+                    yield False
+                    return
+                yield True
+                conn.execute("INSERT INTO job_steps (job_name, step, digest, done_by, "
+                             "done_at) VALUES (%s, %s, %s, NULL, %s) ON CONFLICT (job_name, "
+                             "step) DO UPDATE SET digest = excluded.digest, done_at = "
+                             "excluded.done_at", [job_name, step, digest, now_iso()])
+            finally:
+                if not conn.broken:
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [key])
+
+    def finish_job(self, job_name: str, worker: str, key: str) -> bool:
+        def work(tx: Any) -> bool:
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))",
+                       [f"runner:finish:{job_name}"])
+            tx.execute("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE "
+                       "job_name = ? AND claimed_by = ?", [job_name, worker])
+            busy = tx.execute(f"SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT "
+                              f"NULL AND claim_expires > {_NOW} LIMIT 1", [job_name])
+            if busy.fetchone() is not None:
+                return False
+            return bool(tx.dicts(
+                "INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
+                "(?, 'finish', ?, ?, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
+                "excluded.digest, done_by = excluded.done_by, done_at = excluded.done_at "
+                "WHERE job_steps.digest IS DISTINCT FROM excluded.digest RETURNING digest",
+                [job_name, key, worker, now_iso()]))
+        return bool(self._with_tx(work))
+
+    def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
+        span = interval * count
+        rows = self._rows(
+            "INSERT INTO rate_slots (job_name, next_at) VALUES (?, ?) ON CONFLICT (job_name) "
+            "DO UPDATE SET next_at = greatest(rate_slots.next_at, ?) + ? RETURNING next_at",
+            [job_name, now + span, now, span])
+        return float(rows[0]["next_at"]) - span

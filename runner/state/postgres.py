@@ -1,0 +1,304 @@
+"""The state in a PostgreSQL database (``--state postgresql://USER@HOST:PORT/DB``): one
+state that several hosts share, for cooperating workers and for hosts whose disks do not
+last.
+
+The same tables, columns and named migrations as the SQLite backend (``pg_schema``); the
+same statements too: ``PostgresStore`` keeps ``SqliteStore``'s methods and replaces what
+runs them (a pool of connections instead of one file) and the few statements SQLite spells
+its own way. Driver: psycopg 3 (maintained; libpq underneath, so ``PGPASSWORD``,
+``~/.pgpass``, service files and TLS settings work as everywhere else; parameters are bound
+by the server).
+
+Connections: a small pool (up to ``POOL`` connections, opened as needed, each used by one
+thread at a time), so that the engine's worker threads commit side by side. Every change is
+one transaction, committed before the method returns.
+
+Faults: refused, or the server gone at start, is ``StateUnavailable`` (exit 75) with one
+line. A connection lost mid-run (the server restarted) is retried on a new connection, up to
+``RETRIES`` times with a short back-off (``BACKOFF``: about 15 s in all), when the statement
+failed before its COMMIT was sent: PostgreSQL rolled it back, nothing half-done. A COMMIT
+whose answer was lost is not retried (it may have been applied): ``StateUnavailable``, and
+the next run resumes from what the state holds (an item whose outcome was not recorded is
+in doubt, and is looked up first, rule 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import fields
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.adapt import Dumper
+
+from runner.errors import LeaseHeld, StateError, StateUnavailable, StateUnusable
+from runner.state import pg_schema
+from runner.state.history import Approval
+from runner.state.pg_workers import PostgresWorkers
+from runner.state.records import COLUMNS, ItemRecord
+from runner.state.sqlite import SqliteStore
+from runner.state.store import now_iso
+
+T = TypeVar("T")
+POOL = 8
+RETRIES = 6
+BACKOFF = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds before each retry
+CONNECT_TIMEOUT = 10
+_IDS = re.compile(r"-?\d+")
+_RETURNS_ID = re.compile(r"\s*INSERT INTO (runs|attempts|retries) ")
+
+
+class _DecimalText(Dumper):
+    """Amounts are stored as their exact text, as in SQLite."""
+
+    oid = psycopg.adapters.types["text"].oid
+
+    def dump(self, obj: Decimal) -> bytes:
+        return str(obj).encode()
+
+
+class Tx:
+    """One connection inside one transaction, spoken to as SQLite is: ``?`` parameters."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.conn.execute(sql.replace("?", "%s"), list(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(sql.replace("?", "%s"), rows)
+
+    def dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.execute(sql, params)
+        if cursor.description is None:
+            return []
+        names = [d.name for d in cursor.description]
+        return [_row(names, values) for values in cursor.fetchall()]
+
+
+def _row(names: list[str], values: Sequence[Any]) -> dict[str, Any]:
+    row = dict(zip(names, values, strict=True))
+    for name in ("quotation_id", "transaction_id"):  # SQLite's integer affinity
+        value = row.get(name)
+        if isinstance(value, str) and _IDS.fullmatch(value):
+            row[name] = int(value)
+    return row
+
+
+class PostgresStore(PostgresWorkers, SqliteStore):
+    """A pool of connections; each change one transaction, retried on a new connection
+    when the old one was lost before its commit."""
+
+    def __init__(self, conninfo: str, location: str, *, create: bool = True,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.location = location
+        self.conninfo = conninfo
+        self.sleep = sleep
+        self.lock = threading.RLock()
+        self.host = socket.gethostname()
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._open = 0
+        self._free = threading.Condition(self.lock)
+        try:
+            first = self._connect()
+        except psycopg.OperationalError as exc:
+            raise _connect_error(exc, location) from exc
+        self._open = 1
+        try:
+            with first.transaction():
+                pg_schema.migrate(lambda sql, params: _fetch(first, sql, params), location,
+                                  create)
+        except BaseException:
+            first.close()
+            raise
+        self._idle.append(first)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(self.conninfo, autocommit=True,
+                               connect_timeout=CONNECT_TIMEOUT, application_name="runner")
+        conn.adapters.register_dumper(Decimal, _DecimalText)
+        return conn
+
+    def close(self) -> None:
+        self._drop_idle()
+
+    def _drop_idle(self) -> None:
+        with self._free:
+            for conn in self._idle:
+                conn.close()
+            self._open -= len(self._idle)
+            self._idle.clear()
+
+    # ------------------------------------------------------------ connections
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool for this thread alone (a new one when none is idle and
+        fewer than ``POOL`` are open); a broken one is dropped when given back."""
+        with self._free:
+            while not self._idle and self._open >= POOL:
+                self._free.wait()
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                self._open += 1
+        try:
+            if conn is None:
+                conn = self._connect()
+            yield conn
+        except BaseException:
+            if conn is None:
+                with self._free:
+                    self._open -= 1
+                    self._free.notify()
+            raise
+        finally:
+            if conn is not None:
+                self._give_back(conn)
+
+    def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        with self._free:
+            if conn.closed or conn.broken:
+                conn.close()
+                self._open -= 1
+            else:
+                self._idle.append(conn)
+            self._free.notify()
+
+    def _with_tx(self, work: Callable[[Tx], T]) -> T:
+        """``work`` in one committed transaction; again on a new connection when the
+        connection was lost before the COMMIT (see the module's docs for the bound)."""
+        for attempt in range(RETRIES + 1):
+            try:
+                with self._connection() as conn:
+                    return _committed(conn, work, self.location)
+            except psycopg.OperationalError as exc:
+                self._drop_idle()  # lost one, lost all: the server went away
+                if attempt == RETRIES:
+                    raise _unavailable(exc, self.location) from exc
+                self.sleep(BACKOFF[attempt])
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise StateUnusable(f"{self.location}: cannot use the state database: "
+                                    f"{_line(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str = "BEGIN") -> Iterator[Any]:
+        """One transaction on one connection, not retried (``_with_tx`` is)."""
+        with self._connection() as conn, conn.transaction():
+            yield Tx(conn)
+
+    def _run(self, *statements: Any) -> int:
+        def work(tx: Tx) -> int:
+            first = None
+            for sql, params in zip(statements[::2], statements[1::2], strict=True):
+                if first is None and _RETURNS_ID.match(sql):
+                    [[first]] = tx.execute(sql + " RETURNING id", params).fetchall()
+                else:
+                    tx.execute(sql, params)
+                    first = 0 if first is None else first
+            return first or 0
+        return self._with_tx(work)
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self._with_tx(lambda tx: tx.dicts(sql, params))
+
+    # ------------------------------------------------------------ SQLite's own spellings
+    def note_approval(self, run_id: int, approval: Approval) -> None:
+        names = [f.name for f in fields(Approval)]
+        self._run(f"INSERT INTO approvals (run_id, {', '.join(names)}) VALUES "
+                  f"(?, {', '.join('?' * len(names))}) ON CONFLICT (run_id) DO UPDATE SET "
+                  + ", ".join(f"{n} = excluded.{n}" for n in names),
+                  [run_id, *(getattr(approval, n) for n in names)])
+
+    def acquire_lease(self, job_name: str, run_id: int) -> str:
+        def work(tx: Tx) -> str:
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", [f"runner:lease:{job_name}"])
+            rows = tx.dicts("SELECT * FROM leases WHERE job_name = ?", [job_name])
+            if rows and rows[0]["token"] in self.held_here:  # taken ahead, for this run
+                tx.execute("UPDATE leases SET run_id = ?, heartbeat_at = ? WHERE job_name = ?",
+                           [run_id, time.time(), job_name])
+                return str(rows[0]["token"])
+            if rows and self._alive(rows[0]):
+                raise _held(job_name, rows[0])
+            token = uuid.uuid4().hex
+            tx.execute("INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_name) DO UPDATE SET "
+                       "run_id = excluded.run_id, host = excluded.host, pid = excluded.pid, "
+                       "token = excluded.token, heartbeat_at = excluded.heartbeat_at",
+                       [job_name, run_id, self.host, os.getpid(), token, time.time()])
+            return token
+        return self._with_tx(work)
+
+    def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._rows("SELECT external_id, job_name FROM items WHERE external_id = "
+                          "ANY(?)", [list(external_ids)])
+        return {r["external_id"]: r["job_name"] for r in rows}
+
+    def insert_items(self, records: Sequence[ItemRecord]) -> None:
+        if not records:
+            return
+        stamp = now_iso()
+        for record in records:
+            record.created_at = record.updated_at = stamp
+        self._with_tx(lambda tx: tx.executemany(
+            f"INSERT INTO items ({', '.join(COLUMNS)}) VALUES "
+            f"({', '.join('?' * len(COLUMNS))})",
+            [[getattr(r, n) for n in COLUMNS] for r in records]))
+
+
+def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T], location: str) -> T:
+    """``work`` between BEGIN and COMMIT; a COMMIT whose answer was lost (it may have been
+    applied) is StateUnavailable, which is never retried."""
+    conn.execute("BEGIN")
+    try:
+        result = work(Tx(conn))
+    except BaseException:
+        if not conn.broken:
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except psycopg.OperationalError as exc:
+        raise StateUnavailable(f"{location}: the connection to the state database was lost "
+                               f"while a change was committed ({_line(exc)}); run again: "
+                               "the next run resumes") from exc
+    return result
+
+
+def _fetch(conn: psycopg.Connection[Any], sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    cursor = conn.execute(sql, params)
+    return cursor.fetchall() if cursor.description is not None else []
+
+
+def _line(exc: BaseException) -> str:
+    """The first line of a driver's message (libpq adds hints on lines of their own)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _connect_error(exc: psycopg.OperationalError, location: str) -> StateError:
+    if exc.sqlstate and exc.sqlstate[:2] in ("28", "3D"):  # authentication; no such database
+        return StateUnusable(f"{location}: cannot use the state database: {_line(exc)}")
+    return StateUnavailable(f"{location}: cannot reach the state database: {_line(exc)}; "
+                            "try later")
+
+
+def _unavailable(exc: psycopg.OperationalError, location: str) -> StateUnavailable:
+    return StateUnavailable(f"{location}: the state database stayed unreachable after "
+                            f"{RETRIES} retries: {_line(exc)}; run again: the next run "
+                            "resumes (what is recorded is safe)")
+
+
+def _held(job_name: str, held: Mapping[str, Any]) -> LeaseHeld:
+    run = f" (run {held['run_id']})" if held["run_id"] else " (starting)"
+    return LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
+                     f"{held['host']}{run}; try later")
+

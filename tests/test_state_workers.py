@@ -1,0 +1,110 @@
+"""Cooperating workers at the level of the state: claims with a heartbeat, a job's steps done
+once, the last worker's finish, and the job's shared rate slot. Two store objects on one
+state are two workers; with PostgreSQL they may run at once, on threads of their own."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from runner.state import ItemRecord, StateLocation, StateStore, open_store
+
+JOB = "pay-2026-11"
+OPEN = ("pending", "awaiting_confirm")
+
+
+@pytest.fixture
+def two(where: StateLocation) -> Iterator[tuple[StateStore, StateStore]]:
+    with open_store(where) as a, open_store(where) as b:
+        a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(1, 11)])
+        yield a, b
+
+
+def ids(records: list[ItemRecord]) -> list[str]:
+    return [r.external_id for r in records]
+
+
+def test_a_claimed_item_is_one_workers_until_released_or_expired(
+        two: tuple[StateStore, StateStore]) -> None:
+    a, b = two
+    assert ids(a.claim_items(JOB, "A", 3, OPEN, ttl=60)) == ["e1", "e2", "e3"]
+    assert ids(b.claim_items(JOB, "B", 3, OPEN, ttl=60)) == ["e4", "e5", "e6"]
+    a.update_item("e7", outcome="settled")
+    assert ids(b.claim_items(JOB, "B", 10, OPEN, ttl=0)) == ["e8", "e9", "e10"]
+    assert a.refresh_claims(JOB, "A", 60) == 3
+    # B's last claims had no time at all: as if B died; A takes them over.
+    assert ids(a.claim_items(JOB, "A", 10, OPEN, ttl=60)) == ["e8", "e9", "e10"]
+    assert b.refresh_claims(JOB, "B", 60) == 3  # only e4-e6 are still B's
+    a.release_claims(JOB, "A", ["e1"])
+    assert ids(b.claim_items(JOB, "B", 10, OPEN, ttl=60)) == ["e1"]
+    item = a.item("e1")
+    assert item is not None and item.external_id == "e1"  # claims are not the item's
+
+
+def test_the_last_worker_to_finish_is_the_one_that_writes_the_summary(
+        two: tuple[StateStore, StateStore]) -> None:
+    a, b = two
+    a.claim_items(JOB, "A", 5, OPEN, ttl=60)
+    b.claim_items(JOB, "B", 5, OPEN, ttl=60)
+    assert a.finish_job(JOB, "A", "round-1") is False  # B still works
+    assert b.finish_job(JOB, "B", "round-1") is True
+    assert a.finish_job(JOB, "A", "round-1") is False  # once per key
+    assert a.finish_job(JOB, "A", "round-2") is True
+
+
+def test_a_jobs_step_is_done_once_per_digest(two: tuple[StateStore, StateStore]) -> None:
+    a, b = two
+    with pytest.raises(RuntimeError), a.job_step(JOB, "plan", "d1") as mine:
+        assert mine is True
+        raise RuntimeError("the plan failed")  # not recorded: the next one does it
+    with b.job_step(JOB, "plan", "d1") as mine:
+        assert mine is True
+    with a.job_step(JOB, "plan", "d1") as mine:
+        assert mine is False
+    with a.job_step(JOB, "plan", "d2") as mine:  # new inputs: the step again
+        assert mine is True
+
+
+def test_the_rate_slots_are_shared_and_spaced(two: tuple[StateStore, StateStore]) -> None:
+    a, b = two
+    assert a.rate_slot(JOB, 0.5, now=100.0) == 100.0
+    assert b.rate_slot(JOB, 0.5, now=100.0) == 100.5
+    assert a.rate_slot(JOB, 0.5, now=100.1, count=4) == 101.0
+    assert b.rate_slot(JOB, 0.5, now=100.2) == 103.0
+    assert a.rate_slot(JOB, 0.5, now=200.0) == 200.0  # an idle job starts afresh
+    assert a.rate_slot("other", 0.5, now=100.0) == 100.0
+
+
+@pytest.mark.parametrize("where", ["postgresql"], indirect=True)
+def test_workers_at_once_never_share_an_item_nor_a_step(where: StateLocation) -> None:
+    with open_store(where) as setup:
+        setup.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(200)])
+    taken: dict[str, list[str]] = {}
+    steps: list[str] = []
+    slots: list[float] = []
+
+    def work(name: str) -> None:
+        with open_store(where) as store:
+            with store.job_step(JOB, "plan", "d1") as mine:
+                if mine:
+                    steps.append(name)
+            mine_all = taken.setdefault(name, [])
+            while batch := store.claim_items(JOB, name, 7, OPEN, ttl=60):
+                mine_all += ids(batch)
+                for record in batch:
+                    store.update_item(record.external_id, outcome="settled")
+                slots.append(store.rate_slot(JOB, 0.01, now=0.0))
+            if store.finish_job(JOB, name, "d1"):
+                steps.append(f"finish:{name}")
+
+    workers = [threading.Thread(target=work, args=(f"W{n}",)) for n in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=60)
+    every = [e for got in taken.values() for e in got]
+    assert sorted(every) == sorted(f"e{i}" for i in range(200))  # each once
+    assert len(steps) == 2 and steps[0].startswith("W") and steps[1].startswith("finish:")
+    assert len(set(slots)) == len(slots)  # no slot given twice
