@@ -17,7 +17,7 @@ from runner.state.locations import StateLocation
 from runner.state.store import StateStore
 
 TABLES = ("runs", "leases", "items", "attempts", "retries", "approvals", "job_steps",
-          "rate_slots")
+          "rate_slots", "plan_items", "job_passes", "job_rest", "worker_leases")
 _IDENTITIES = ("runs", "attempts", "retries")
 
 
@@ -48,7 +48,7 @@ def copy_state(source: StateLocation, target: StateLocation) -> dict[str, int]:
 
 
 def _check_idle(src: StateStore) -> None:
-    for lease in _rows(src, "SELECT * FROM leases"):
+    for lease in _rows(src, "SELECT * FROM leases") + _rows(src, "SELECT * FROM worker_leases"):
         if src._alive(lease):  # type: ignore[attr-defined]
             raise LeaseHeld(f"{src.location}: job {lease['job_name']} is being run (pid "
                             f"{lease['pid']} on {lease['host']}); copy when it has ended")

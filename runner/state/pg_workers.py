@@ -17,13 +17,13 @@ from typing import Any
 
 from runner.state.records import ItemRecord
 from runner.state.store import now_iso
-from runner.state.workers import LocalWorkers
+from runner.state.passes import LocalPasses
 
 _NOW = "extract(epoch FROM clock_timestamp())"
 _CLAIMABLE = f"(claimed_by IS NULL OR claim_expires <= {_NOW})"
 
 
-class PostgresWorkers(LocalWorkers):
+class PostgresWorkers(LocalPasses):
     """The coordination methods, concurrent: ``_with_tx`` and ``_connection`` are the
     store's (``runner.state.postgres``)."""
 
@@ -32,6 +32,18 @@ class PostgresWorkers(LocalWorkers):
 
     def _connection(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
+
+    def _atomic(self, work: Any) -> Any:
+        return self._with_tx(work)
+
+    def _now(self) -> tuple[str, list[Any]]:
+        return _NOW, []
+
+    def _serialize(self, tx: Any, key: str) -> None:
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", [key])
+
+    def _dicts(self, tx: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        return tx.dicts(sql, params)  # type: ignore[no-any-return]
 
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
                     ttl: float) -> list[ItemRecord]:

@@ -25,13 +25,14 @@ in doubt, and is looked up first, rule 3).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -39,15 +40,16 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.adapt import Dumper
 
-from runner.errors import LeaseHeld, StateError, StateUnavailable, StateUnusable
+from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
 from runner.state.history import Approval
 from runner.state.pg_workers import PostgresWorkers
 from runner.state.records import COLUMNS, ItemRecord
 from runner.state.sqlite import SqliteStore
-from runner.state.store import now_iso
+from runner.state.store import LEASE_TTL, now_iso
 
 T = TypeVar("T")
+log = logging.getLogger("runner")
 POOL = 8
 RETRIES = 6
 BACKOFF = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds before each retry
@@ -98,6 +100,8 @@ def _row(names: list[str], values: Sequence[Any]) -> dict[str, Any]:
 class PostgresStore(PostgresWorkers, SqliteStore):
     """A pool of connections; each change one transaction, retried on a new connection
     when the old one was lost before its commit."""
+
+    shared = True
 
     def __init__(self, conninfo: str, location: str, *, create: bool = True,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -220,23 +224,55 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                   [run_id, *(getattr(approval, n) for n in names)])
 
     def acquire_lease(self, job_name: str, run_id: int) -> str:
+        """The job's lease; a live holder does not refuse this run (the workers share the
+        job): it gets a lease of its own in ``worker_leases``."""
         def work(tx: Tx) -> str:
             tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", [f"runner:lease:{job_name}"])
+            tx.execute("DELETE FROM worker_leases WHERE job_name = ? AND heartbeat_at < ?",
+                       [job_name, time.time() - LEASE_TTL])
+            held = list(self.held_here)
+            ours = tx.dicts("SELECT token FROM worker_leases WHERE job_name = ? AND "
+                            "token = ANY(?)", [job_name, held])
+            if ours:  # taken ahead, for this run
+                tx.execute("UPDATE worker_leases SET run_id = ?, heartbeat_at = ? WHERE "
+                           "token = ?", [run_id, time.time(), ours[0]["token"]])
+                return str(ours[0]["token"])
             rows = tx.dicts("SELECT * FROM leases WHERE job_name = ?", [job_name])
-            if rows and rows[0]["token"] in self.held_here:  # taken ahead, for this run
+            if rows and rows[0]["token"] in self.held_here:
                 tx.execute("UPDATE leases SET run_id = ?, heartbeat_at = ? WHERE job_name = ?",
                            [run_id, time.time(), job_name])
                 return str(rows[0]["token"])
-            if rows and self._alive(rows[0]):
-                raise _held(job_name, rows[0])
             token = uuid.uuid4().hex
+            values = [job_name, run_id, self.host, os.getpid(), token, time.time()]
+            if rows and self._alive(rows[0]):
+                tx.execute("INSERT INTO worker_leases (job_name, run_id, host, pid, token, "
+                           "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)", values)
+                return token
             tx.execute("INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at) "
                        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_name) DO UPDATE SET "
                        "run_id = excluded.run_id, host = excluded.host, pid = excluded.pid, "
-                       "token = excluded.token, heartbeat_at = excluded.heartbeat_at",
-                       [job_name, run_id, self.host, os.getpid(), token, time.time()])
+                       "token = excluded.token, heartbeat_at = excluded.heartbeat_at", values)
             return token
         return self._with_tx(work)
+
+    def heartbeat(self, job_name: str, token: str) -> None:
+        super().heartbeat(job_name, token)
+        try:
+            self._run("UPDATE worker_leases SET heartbeat_at = ? WHERE token = ?",
+                      [time.time(), token])
+        except StateError as exc:  # the run's next write meets it, and says so
+            log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
+
+    def release_lease(self, job_name: str, token: str) -> None:
+        self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token],
+                  "DELETE FROM worker_leases WHERE token = ?", [token])
+
+    def _lease(self, job_name: str) -> dict[str, Any] | None:
+        """The job's lease, or when its holder is gone a live worker's."""
+        rows = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ? UNION "
+                          "ALL SELECT run_id, heartbeat_at FROM worker_leases WHERE "
+                          "job_name = ? ORDER BY heartbeat_at DESC", [job_name, job_name])
+        return rows[0] if rows else None
 
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         rows = self._rows("SELECT external_id, job_name FROM items WHERE external_id = "
@@ -295,10 +331,3 @@ def _unavailable(exc: psycopg.OperationalError, location: str) -> StateUnavailab
     return StateUnavailable(f"{location}: the state database stayed unreachable after "
                             f"{RETRIES} retries: {_line(exc)}; run again: the next run "
                             "resumes (what is recorded is safe)")
-
-
-def _held(job_name: str, held: Mapping[str, Any]) -> LeaseHeld:
-    run = f" (run {held['run_id']})" if held["run_id"] else " (starting)"
-    return LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
-                     f"{held['host']}{run}; try later")
-

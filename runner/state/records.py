@@ -174,3 +174,34 @@ class WorkLeft:
     items: int
     open: int
     last_update: str | None
+
+
+@dataclass(slots=True)
+class Staged:
+    """One valid item of a run's plan, staged in the state before anything is recorded of
+    it (``StateStore.stage_plan``): what the run does with it (``action``, as
+    ``runner.engine.plan`` names it), the external_id its next call goes out under, the
+    fingerprint of its request and whether it differs from the recorded one, its summary for
+    reports (JSON; a new item's), the balance it draws on with its estimated cost, and why it
+    is skipped, in doubt or sent again."""
+
+    external_id: str
+    row: int
+    action: str
+    ref: str = ""
+    fingerprint: str = ""
+    changed: bool = False
+    summary: str | None = None
+    balance: str | None = None
+    cost: Decimal | None = None
+    why: str = ""
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Staged:
+        values = {name: row[name] for name in STAGED}
+        values["changed"] = bool(values["changed"])
+        values["cost"] = None if values["cost"] is None else Decimal(values["cost"])
+        return cls(**values)
+
+
+STAGED = tuple(f.name for f in fields(Staged))

@@ -50,7 +50,7 @@ from runner.state.records import (
 )
 from runner.state.sqlite_schema import migrations
 from runner.state.store import LEASE_TTL, now_iso
-from runner.state.workers import LocalWorkers
+from runner.state.passes import LocalPasses
 
 log = logging.getLogger("runner")
 # Exact amounts are stored as their text.
@@ -73,7 +73,7 @@ _RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, m
                 "lines")
 
 
-class SqliteStore(LocalWorkers):
+class SqliteStore(LocalPasses):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:

@@ -87,3 +87,30 @@ def _inputs(db: Database) -> None:
     # says them again without validating or reading every item.
     db.table("runs").add_column("inputs", str)
     db.table("runs").add_column("lines", str)
+
+
+@migrations(name="0007_plan_passes_rest_workers")
+def _passes(db: Database) -> None:
+    # A run streams its items (runner.engine.pages): the plan is staged before anything is
+    # recorded, each phase is a pass over the job's items in pages (its cursor shared by
+    # the workers), the estimated cost of the items not yet confirmed is kept per balance,
+    # and, with a shared state, each worker past the first holds a lease of its own.
+    for sql in MIGRATION_0007:
+        db.execute(sql)
+
+
+MIGRATION_0007 = (
+    "CREATE TABLE plan_items (job_name text, external_id text, row bigint, action text, "
+    "ref text, fingerprint text, changed bigint, summary text, balance text, cost text, "
+    "why text, PRIMARY KEY (job_name, external_id))",
+    "CREATE INDEX idx_plan_items_job_name_action ON plan_items (job_name, action)",
+    "CREATE TABLE job_passes (job_name text, pass text, next_row bigint, "
+    "PRIMARY KEY (job_name, pass))",
+    "CREATE TABLE job_rest (job_name text, balance text, amount text, "
+    "PRIMARY KEY (job_name, balance))",
+    "CREATE TABLE worker_leases (token text PRIMARY KEY, job_name text, run_id bigint, "
+    "host text, pid bigint, heartbeat_at double precision)",
+    "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
+    "CREATE INDEX idx_items_claims ON items (job_name, claim_expires) "
+    "WHERE claimed_by IS NOT NULL",
+)

@@ -17,11 +17,19 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, ClassVar, Unpack
 
 from runner.errors import StateError
 from runner.state.history import Approval, RetryRecord
-from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
+from runner.state.records import (
+    AttemptRecord,
+    ItemChanges,
+    ItemRecord,
+    RunRecord,
+    Staged,
+    WorkLeft,
+)
 
 # A lease not refreshed for this long is abandoned: its run died without releasing it.
 LEASE_TTL = 30.0
@@ -36,6 +44,9 @@ class StateStore(ABC):
     """Thread-safe: the engine's workers share one store."""
 
     location: str  # where the state is, for messages (a path, or a URL without password)
+    #: Several processes (on several hosts) may work one job at once on this state: the
+    #: job's lease does not refuse a second run, and the steps of the whole job are shared.
+    shared: ClassVar[bool] = False
     #: The leases this process took ahead of its run (``hold_lease``): its run takes them
     #: over (``acquire_lease``) instead of being refused by them.
     held_here: ClassVar[set[str]] = set()
@@ -254,3 +265,66 @@ class StateStore(ABC):
         slots, ``interval`` seconds apart, atomically; when the first is (the others follow
         it, ``interval`` apart). ``now`` is the caller's clock (``time.time`` or a test's),
         which cooperating hosts keep in step (NTP); the caller waits until the slot."""
+
+    # ------------------------------------------------------------ a run's items in pages
+    # A run streams its items (``runner.engine.pages``): its plan is staged here before
+    # anything of it is recorded, and each phase takes its items from the state in pages.
+    @abstractmethod
+    def stage_plan(self, job_name: str, staged: Sequence[Staged]) -> None:
+        """Add to the job's staged plan (``clear_plan`` empties it first)."""
+
+    @abstractmethod
+    def clear_plan(self, job_name: str) -> None:
+        """Forget the job's staged plan and its estimates (``set_rest``)."""
+
+    @abstractmethod
+    def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
+        """Record the staged plan in one transaction, once its checks passed: its new items
+        (``action`` new), the rows of resumed items that changed before anything was sent
+        for them, and the items changed after their payment started (a conflict, with
+        ``conflict`` as its message)."""
+
+    @abstractmethod
+    def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
+        """external_id -> its staged plan entry, for those of ``external_ids`` staged."""
+
+    @abstractmethod
+    def staged_with(self, job_name: str, actions: Sequence[str]) -> Iterator[Staged]:
+        """The staged entries of ``actions``, in row order (read in pages)."""
+
+    @abstractmethod
+    def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """external_id -> its record, for those of ``external_ids`` in the state."""
+
+    @abstractmethod
+    def claim_next(self, job_name: str, worker: str, limit: int, ttl: float, pass_key: str,
+                   *, intent: str | None = None, step: str | None = None,
+                   before: str | None = None) -> list[ItemRecord]:
+        """The next page of the pass ``pass_key`` over the job's open items (neither final
+        nor a conflict; with ``intent``, ``step``, ``before`` only those in doubt of that
+        call, at that step, or last changed before that time), claimed as ``claim_items``
+        claims: first any whose claim expired (a dead worker's: look it up first, rule 3),
+        then the next ones after the pass's cursor, which moves on. Every worker naming the
+        same pass shares its cursor: no item is taken twice in a pass, unless its worker
+        died. [] when the pass is over."""
+
+    @abstractmethod
+    def end_passes(self, job_name: str) -> None:
+        """Forget the cursors of the job's passes (its round of work is over)."""
+
+    @abstractmethod
+    def step_done_at(self, job_name: str, step: str) -> str | None:
+        """When the job's ``step`` (``job_step``) was last done; None: not done."""
+
+    @abstractmethod
+    def forget_step(self, job_name: str, step: str) -> None:
+        """The job's ``step`` is to be done again (by the next worker to come)."""
+
+    @abstractmethod
+    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal]) -> None:
+        """What the job's items to pay are estimated to cost per balance (the plan's)."""
+
+    @abstractmethod
+    def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
+        """Take ``taken`` (a window's estimates, now costed by quotations) off what the job's
+        items to pay are estimated to cost, atomically for every worker; what is left."""

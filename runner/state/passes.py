@@ -1,0 +1,183 @@
+"""A run's items in pages (``runner.engine.pages``), in one SQLite state: the staged plan,
+the passes over the job's items, and the estimated cost of what is still to be confirmed
+(see ``StateStore``'s docs of each method). ``runner.state.postgres`` keeps the statements
+and replaces the clock (the database's own) and what serialises the workers of one pass (an
+advisory lock instead of SQLite's one writer).
+
+A pass is a cursor over the job's items in row order, named by the run (or, with a shared
+state, by the round of the job the workers share): each ``claim_next`` takes the next page
+after it and moves it on, so the workers of one pass never take an item twice, and an item
+a worker gave back after working it is not taken again in the same pass. Items whose claim
+expired (their worker died) are taken first, wherever they are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from runner.state.records import STAGED, ItemRecord, Staged
+from runner.state.store import now_iso
+from runner.state.workers import LocalWorkers
+
+T = TypeVar("T")
+CHUNK = 500  # ids in one IN (...) list
+_OPEN = "job_name = ? AND step <> 'final' AND outcome <> 'conflict'"
+
+
+class LocalPasses(LocalWorkers):
+    """The paging methods over ``_run``, ``_rows`` and ``_transaction`` (``?`` parameters)."""
+
+    def _atomic(self, work: Callable[[Any], T]) -> T:
+        """``work(tx)`` in one transaction that holds the write lock from its start."""
+        with self._transaction("BEGIN IMMEDIATE") as tx:  # type: ignore[attr-defined]
+            return work(tx)
+
+    def _now(self) -> tuple[str, list[Any]]:
+        """The SQL for the claims' clock, and its parameters."""
+        return "?", [time.time()]
+
+    def _serialize(self, tx: Any, key: str) -> None:
+        """The workers of one pass take their pages one at a time (SQLite: one writer)."""
+
+    def _dicts(self, tx: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        cursor = tx.execute(sql, params)
+        if cursor.description is None:
+            return []
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # ------------------------------------------------------------ the plan, staged
+    def stage_plan(self, job_name: str, staged: Sequence[Staged]) -> None:
+        if not staged:
+            return
+        self._atomic(lambda tx: tx.executemany(
+            f"INSERT INTO plan_items (job_name, {', '.join(STAGED)}) VALUES "
+            f"(?, {', '.join('?' * len(STAGED))})",
+            [[job_name, *(_stored(getattr(s, n)) for n in STAGED)] for s in staged]))
+
+    def clear_plan(self, job_name: str) -> None:
+        self._run("DELETE FROM plan_items WHERE job_name = ?", [job_name],
+                  "DELETE FROM job_rest WHERE job_name = ?", [job_name])
+
+    def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
+        stamp = now_iso()
+        self._run(
+            "INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, "
+            "created_at, updated_at) SELECT external_id, job_name, ?, row, fingerprint, "
+            "summary, ?, ? FROM plan_items WHERE job_name = ? AND action = 'new' ORDER BY row",
+            [kind, stamp, stamp, job_name],
+            "UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row, "
+            "updated_at = ? FROM plan_items WHERE plan_items.job_name = ? AND "
+            "plan_items.action = 'resume' AND plan_items.changed = 1 AND "
+            "items.external_id = plan_items.external_id", [stamp, job_name],
+            "UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = ?, "
+            "updated_at = ? WHERE external_id IN (SELECT external_id FROM plan_items WHERE "
+            "job_name = ? AND action = 'changed')", [conflict, stamp, job_name])
+
+    def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
+        found: dict[str, Staged] = {}
+        for chunk in _chunks(external_ids):
+            rows = self._rows(f"SELECT * FROM plan_items WHERE job_name = ? AND external_id "
+                              f"IN ({', '.join('?' * len(chunk))})", [job_name, *chunk])
+            found.update((r["external_id"], Staged.from_row(r)) for r in rows)
+        return found
+
+    def staged_with(self, job_name: str, actions: Sequence[str]) -> Iterator[Staged]:
+        last = -1
+        marks = ", ".join("?" * len(actions))
+        while rows := self._rows(f"SELECT * FROM plan_items WHERE job_name = ? AND action IN "
+                                 f"({marks}) AND row > ? ORDER BY row LIMIT {CHUNK}",
+                                 [job_name, *actions, last]):
+            yield from (Staged.from_row(r) for r in rows)
+            last = rows[-1]["row"]
+
+    def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        found: dict[str, ItemRecord] = {}
+        for chunk in _chunks(external_ids):
+            rows = self._rows(f"SELECT * FROM items WHERE external_id IN "
+                              f"({', '.join('?' * len(chunk))})", chunk)
+            found.update((r["external_id"], ItemRecord.from_row(r)) for r in rows)
+        return found
+
+    # ------------------------------------------------------------ passes
+    def claim_next(self, job_name: str, worker: str, limit: int, ttl: float, pass_key: str,
+                   *, intent: str | None = None, step: str | None = None,
+                   before: str | None = None) -> list[ItemRecord]:
+        now, clock = self._now()
+        where, args = _OPEN, [job_name]
+        for sql, value in (("intent = ?", intent), ("step = ?", step),
+                           ("updated_at < ?", before)):
+            if value is not None:
+                where, args = f"{where} AND {sql}", [*args, value]
+        claim = (f"UPDATE items SET claimed_by = ?, claim_expires = {now} + ? WHERE "
+                 f"external_id IN (SELECT external_id FROM items WHERE {where} AND {{}} "
+                 f"ORDER BY row LIMIT ?) RETURNING *")
+
+        def work(tx: Any) -> list[dict[str, Any]]:
+            self._serialize(tx, f"runner:pass:{job_name}:{pass_key}")
+            got = self._dicts(tx, claim.format(
+                f"claimed_by IS NOT NULL AND claim_expires <= {now}"),
+                [worker, *clock, ttl, *args, *clock, limit])
+            if len(got) >= limit:
+                return got
+            cursor = self._dicts(tx, "SELECT next_row FROM job_passes WHERE job_name = ? AND "
+                                     "pass = ?", [job_name, pass_key])
+            after = cursor[0]["next_row"] if cursor else -1
+            fresh = self._dicts(tx, claim.format(
+                f"row > ? AND (claimed_by IS NULL OR claim_expires <= {now})"),
+                [worker, *clock, ttl, *args, after, *clock, limit - len(got)])
+            if fresh:
+                tx.execute("INSERT INTO job_passes (job_name, pass, next_row) VALUES (?, ?, ?) "
+                           "ON CONFLICT (job_name, pass) DO UPDATE SET next_row = "
+                           "excluded.next_row",
+                           [job_name, pass_key, max(r["row"] for r in fresh)])
+            return got + fresh
+        rows = self._atomic(work)
+        return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
+
+    def end_passes(self, job_name: str) -> None:
+        self._run("DELETE FROM job_passes WHERE job_name = ?", [job_name])
+
+    def step_done_at(self, job_name: str, step: str) -> str | None:
+        rows = self._rows("SELECT done_at FROM job_steps WHERE job_name = ? AND step = ?",
+                          [job_name, step])
+        return rows[0]["done_at"] if rows else None
+
+    def forget_step(self, job_name: str, step: str) -> None:
+        self._run("DELETE FROM job_steps WHERE job_name = ? AND step = ?", [job_name, step])
+
+    # ------------------------------------------------------------ what is left to confirm
+    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal]) -> None:
+        self._run("DELETE FROM job_rest WHERE job_name = ?", [job_name],
+                  *[x for balance, amount in amounts.items() for x in (
+                      "INSERT INTO job_rest (job_name, balance, amount) VALUES (?, ?, ?)",
+                      [job_name, balance, str(amount)])])
+
+    def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
+        def work(tx: Any) -> dict[str, Decimal]:
+            self._serialize(tx, f"runner:rest:{job_name}")
+            rest = {r["balance"]: Decimal(r["amount"]) for r in self._dicts(
+                tx, "SELECT balance, amount FROM job_rest WHERE job_name = ?", [job_name])}
+            for balance, amount in taken.items():
+                if balance in rest and amount:
+                    rest[balance] -= amount
+                    tx.execute("UPDATE job_rest SET amount = ? WHERE job_name = ? AND "
+                               "balance = ?", [str(rest[balance]), job_name, balance])
+            return rest
+        return self._atomic(work)
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), CHUNK):
+        yield list(ids[start:start + CHUNK])
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
