@@ -1,7 +1,8 @@
 """The machinery of a run's phases (``runner.engine.batch``): one phase over a pool of
-workers (``Phase``: each item's step, its verdict logged, progress reported), following what
-is confirmed to its final status (``poll``), and the lease kept fresh while the run lives
-(``Heartbeat``). The windows of the prepare and confirm phases are ``runner.engine.windows``."""
+workers (``Phase``: each item's step, its verdict logged, progress reported), and the lease
+and the worker's claims kept fresh while the run lives (``Heartbeat``). The windows of the
+prepare and confirm phases are ``runner.engine.windows``, the passes over the items and the
+polls ``runner.engine.work``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
-from runner.errors import ItemConflict, ItemInDoubt, ProviderDown
+from runner.errors import ItemConflict, ItemInDoubt, ProviderDown, StateError
 from runner.state import LEASE_TTL, StateStore
 
 log = logging.getLogger("runner")
@@ -71,39 +72,27 @@ class Phase:
         list(self.pool.map(one, entries))
 
 
-def poll(flow: Flow[Any, Any], phase: Phase, entries: list[Entry[Any]], wait: float,
-         earlier: set[str], clock: Callable[[], float], sleep: Callable[[float], None]
-         ) -> None:
-    """Follow what is confirmed to its final status, for ``wait`` seconds at most. With 0,
-    what this run confirmed is not read (it stays pending for the next run), but what
-    earlier runs confirmed is read once: else it would never be followed."""
-    waiting = [e for e in entries if e.record.step == "confirmed"]
-    if wait <= 0:
-        waiting = [e for e in waiting if e.external_id in earlier]
-    deadline = clock() + wait
-    interval = 0.2
-    while waiting and not phase.stop.is_set():
-        phase.run("poll", flow.poll, waiting)
-        waiting = [e for e in waiting if e.record.step != "final"]
-        remaining = deadline - clock()
-        if not waiting or remaining <= 0:
-            return
-        sleep(min(interval, remaining))
-        interval = min(interval * 1.5, 5.0)
-
-
 class Heartbeat:
-    """Keeps the lease fresh while the run lives."""
+    """Keeps the lease fresh while the run lives, and the worker's claims (``claims``: its
+    id and how long a claim lasts)."""
 
-    def __init__(self, state: StateStore, job_name: str, token: str) -> None:
+    def __init__(self, state: StateStore, job_name: str, token: str,
+                 claims: tuple[str, float] | None = None) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(state, job_name, token),
+        self._thread = threading.Thread(target=self._beat, args=(state, job_name, token, claims),
                                         daemon=True, name="lease")
         self._thread.start()
 
-    def _beat(self, state: StateStore, job_name: str, token: str) -> None:
-        while not self._stop.wait(LEASE_TTL / 3):
+    def _beat(self, state: StateStore, job_name: str, token: str,
+              claims: tuple[str, float] | None) -> None:
+        every = min(LEASE_TTL, claims[1] if claims else LEASE_TTL) / 3
+        while not self._stop.wait(every):
             state.heartbeat(job_name, token)
+            if claims is not None:
+                try:
+                    state.refresh_claims(job_name, claims[0], claims[1])
+                except StateError as exc:  # the run's next write meets it, and says so
+                    log.warning("the claims of %s could not be refreshed: %s", job_name, exc)
 
     def stop(self) -> None:
         self._stop.set()

@@ -20,6 +20,7 @@ import getpass
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -40,6 +41,8 @@ from runner.validation import Report, quotation_problem, validate_job
 
 TO_PAY = ("new", "resume", "in_doubt", "retry")
 SKIPPED = ("settled", "failed", "review", "changed", "refused", "invalid", "unplanned")
+LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "invalid")
+CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
 
 
@@ -107,6 +110,10 @@ class Need:
 
 @dataclass
 class Plan:
+    """The plan of a job. ``items``: every row (``runner plan``, ``runner apply``), or, for a
+    run (``streamed``: its items are staged in the state instead), only those a person
+    looks at (``LISTED``); the counts and totals are kept as the items are added."""
+
     job: str
     kind: str
     file: str
@@ -120,6 +127,21 @@ class Plan:
     made_on: str = ""
     state: str = ""  # where the state read is, as the plan shows it
     made_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    streamed: bool = False
+    tally: Counter[str] = field(default_factory=Counter)  # actions, of a streamed plan
+    steps: Counter[str] = field(default_factory=Counter)  # where resumed items are
+    money: dict[str, Decimal] = field(default_factory=dict)  # to pay, per currency
+
+    def add(self, p: PlannedItem) -> None:
+        if not self.streamed or p.action in LISTED or (p.action == "settled" and p.changed):
+            self.items.append(p)
+        if self.streamed:
+            self.tally[p.action] += 1
+            if p.action == "resume":
+                self.steps[p.step] += 1
+            if p.pays and p.price is not None:
+                self.money[p.price.currency] = self.money.get(p.price.currency, Decimal(0)) \
+                    + p.price.amount
 
     def of(self, *actions: str) -> list[PlannedItem]:
         return [p for p in self.items if p.action in actions]
@@ -129,16 +151,34 @@ class Plan:
         return self.of(*TO_PAY)
 
     @property
+    def paying(self) -> int:
+        """How many items a run would pay."""
+        return sum(self.counts.get(a, 0) for a in TO_PAY)
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+    @property
     def counts(self) -> dict[str, int]:
         counts = {a: 0 for a in (*TO_PAY, *SKIPPED)}
-        for p in self.items:
-            counts[p.action] += 1
+        if self.streamed:
+            counts.update(self.tally)
+        else:
+            for p in self.items:
+                counts[p.action] += 1
         return {a: n for a, n in counts.items() if n}
+
+    def resumed_at(self) -> Counter[str]:
+        """Where the items to resume are: step -> how many."""
+        if self.streamed:
+            return self.steps
+        return Counter(p.step for p in self.items if p.action == "resume")
 
     @property
     def stops(self) -> bool:
         """Invalid items stop the run (``on_invalid: stop``): nothing would be sent."""
-        return bool(self.of("invalid")) and self.on_invalid == "stop"
+        return bool(self.counts.get("invalid")) and self.on_invalid == "stop"
 
     @property
     def short(self) -> list[Need]:
@@ -150,6 +190,8 @@ class Plan:
 
     def totals(self) -> dict[str, Decimal]:
         """The amounts to pay per currency (fees apart), for the question before a run."""
+        if self.streamed:
+            return dict(self.money)
         totals: dict[str, Decimal] = {}
         for p in self.to_pay:
             if p.price is not None:
@@ -185,36 +227,57 @@ def flow_for(job: Job, provider: Provider, state: StateStore,
 
 
 def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
-              quote: bool = False, retry_failed: bool = False) -> Plan:
-    """What a run would do now with every row of ``job`` (see the module's docstring)."""
-    kept: list[tuple[ValidItem, Price | None]] = []
-    report = validate_job(job, provider, check_balances=False, state=state,
-                          keep=lambda v, price: kept.append((_lean(v), price)))
-    known = {r.external_id: r for r in state.items(job.name)}
-    retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
-               if retry_failed and flow.retryable(r)]
-    owners = state.owners([v.external_id for v, _ in kept if v.external_id not in known]
-                          + retries)
-    items = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
-             for v, price in kept]
+              quote: bool = False, retry_failed: bool = False,
+              sink: Callable[[PlannedItem], None] | None = None) -> Plan:
+    """What a run would do now with every row of ``job`` (see the module's docstring).
+
+    With ``sink`` the plan streams: each planned item goes to ``sink`` as it is made (a
+    run stages it in the state) and the plan keeps only its counts, its totals and the
+    items a person looks at; memory does not grow with the batch."""
+    made_by, made_on = who()
+    plan = Plan(job.name, job.kind, str(job.path), [], [], Report(str(job.path), job.kind),
+                quoted=quote, retry_failed=retry_failed, on_invalid=job.run.on_invalid,
+                made_by=made_by, made_on=made_on, state=state.location,
+                streamed=sink is not None)
     clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
-    for p in items:
-        p.why = clean(p.why)
+    found: dict[str, Need] = {}
+    pending: list[tuple[ValidItem, Price | None]] = []
+
+    def flush() -> None:
+        ids = [v.external_id for v, _ in pending]
+        known = {i: r for i, r in state.items_by_id(ids).items() if r.job_name == job.name}
+        retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
+                   if retry_failed and flow.retryable(r)]
+        owners = state.owners([i for i in ids if i not in known] + retries)
+        for v, price in pending:
+            p = classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
+            p.why = clean(p.why)
+            if sink is not None:
+                _draw(flow, p, found)
+                sink(p)
+                p.valid = p.record = None  # the state has it now
+            plan.add(p)
+        pending.clear()
+
+    def keep(valid: ValidItem, price: Price | None) -> None:
+        pending.append((_lean(valid), price))
+        if len(pending) >= CHUNK:
+            flush()
+
+    plan.report = validate_job(job, provider, check_balances=False, state=state, keep=keep)
+    flush()
     by_row: dict[int, list[str]] = {}
-    for problem in report.problems:
+    for problem in plan.report.problems:
         if problem.row is not None:
             by_row.setdefault(problem.row, []).append(
                 f"{problem.field}: {problem.message}" if problem.field else problem.message)
-    items += [PlannedItem("", row, "invalid", why="; ".join(why))
-              for row, why in by_row.items() if row in report.invalid_rows]
-    items.sort(key=lambda p: p.row)
-    made_by, made_on = who()
-    plan = Plan(job.name, job.kind, str(job.path), items, [], report, quoted=quote,
-                retry_failed=retry_failed, on_invalid=job.run.on_invalid, made_by=made_by,
-                made_on=made_on, state=state.location)
+    for row, why in by_row.items():
+        if row in plan.report.invalid_rows:
+            plan.add(PlannedItem("", row, "invalid", why="; ".join(why)))
+    plan.items.sort(key=lambda p: p.row)
     if quote and kind_named(job.kind).quote is not None:
         _quote(job, provider, plan)
-    plan.needs = needs(flow, plan.items)
+    plan.needs = _available(flow, found) if sink is not None else needs(flow, plan.items)
     return plan
 
 
@@ -293,23 +356,39 @@ def needs(flow: Flow[Any, Any], items: list[PlannedItem]) -> list[Need]:
     """What the items to pay draw on each balance, against what it holds (read now)."""
     found: dict[str, Need] = {}
     for p in items:
-        if not draws_funds(p, flow) or p.valid is None or p.price is None:
-            continue
-        p.balance = flow.draws(p.valid.item)
-        if p.balance is None:
-            continue
-        need = found.setdefault(p.balance, Need(p.balance, p.price.currency))
-        need.items += 1
-        need.amount += p.price.amount
-        if p.price.fee is None:
-            need.fees_known = False
-        else:
-            need.fee += p.price.fee
+        _draw(flow, p, found)
+    return _available(flow, found)
+
+
+def _draw(flow: Flow[Any, Any], p: PlannedItem, found: dict[str, Need]) -> None:
+    """Add what ``p`` draws (when it draws funds) to the balance it draws on."""
+    if not draws_funds(p, flow) or p.valid is None or p.price is None:
+        return
+    p.balance = flow.draws(p.valid.item)
+    if p.balance is None:
+        return
+    need = found.setdefault(p.balance, Need(p.balance, p.price.currency))
+    need.items += 1
+    need.amount += p.price.amount
+    if p.price.fee is None:
+        need.fees_known = False
+    else:
+        need.fee += p.price.fee
+
+
+def _available(flow: Flow[Any, Any], found: dict[str, Need]) -> list[Need]:
     if found:
         usable = flow.usable(list(found))
         for need in found.values():
             need.available = usable.get(need.balance, Decimal(0))
     return [found[k] for k in sorted(found)]
+
+
+def estimate(p: PlannedItem, flow: Flow[Any, Any]) -> Decimal | None:
+    """What paying ``p`` is estimated to take from its balance (None: nothing of ours)."""
+    if p.balance is None or p.price is None or not draws_funds(p, flow):
+        return None
+    return p.price.amount + (p.price.fee or 0)
 
 
 def _quote(job: Job, provider: Provider, plan: Plan) -> None:

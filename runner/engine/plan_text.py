@@ -5,32 +5,29 @@ again, failed, needing a person, changed, refused, invalid) is listed with why."
 
 from __future__ import annotations
 
-from collections import Counter
-
-from runner.engine.plan import Need, Plan, PlannedItem
+from runner.engine.plan import LISTED, TO_PAY, Need, Plan, PlannedItem
 
 LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up first)",
           "retry": "to send again (--retry-failed)", "settled": "settled",
           "failed": "failed earlier", "review": "needs a person",
           "changed": "changed after its payment started", "refused": "refused",
           "invalid": "invalid", "unplanned": "not to pay in the plan"}
-LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "invalid")
 
 
 def plan_lines(plan: Plan) -> list[str]:
-    lines = [f"{plan.job} ({plan.kind}, {plan.file}): {len(plan.items)} row(s); planned "
+    lines = [f"{plan.job} ({plan.kind}, {plan.file}): {plan.rows} row(s); planned "
              f"{plan.made_at:%Y-%m-%d %H:%M:%S} UTC by {plan.made_by} on {plan.made_on}"
              f"{', with quotations' if plan.quoted else ''}", f"state: {plan.state}"]
+    counts = plan.counts
     for heading, paying in (("to pay", True), ("skipped", False)):
-        group = [p for p in plan.items if p.pays == paying]
-        lines.append(f"{heading}: {len(group)} item(s)")
-        for action in LABELS:
-            those = [p for p in group if p.action == action]
-            if not those:
+        group = [a for a in LABELS if (a in TO_PAY) == paying]
+        lines.append(f"{heading}: {sum(counts.get(a, 0) for a in group)} item(s)")
+        for action in group:
+            if not counts.get(action):
                 continue
-            lines.append(f"  {LABELS[action]}: {len(those)}{_steps(those, action)}")
-            lines += [f"    {_item(p)}" for p in those
-                      if action in LISTED or (action == "settled" and p.changed)]
+            lines.append(f"  {LABELS[action]}: {counts[action]}{_steps(plan, action)}")
+            lines += [f"    {_item(p)}" for p in plan.items if p.action == action and
+                      (action in LISTED or (action == "settled" and p.changed))]
     if plan.needs:
         lines.append("balances:")
         lines += [f"  {_need(n)}" for n in plan.needs]
@@ -41,11 +38,11 @@ def plan_lines(plan: Plan) -> list[str]:
 def closing(plan: Plan) -> str:
     """The plan's verdict in one line."""
     if plan.stops:
-        return (f"nothing would be sent: {len(plan.of('invalid'))} invalid item(s) "
+        return (f"nothing would be sent: {plan.counts.get('invalid', 0)} invalid item(s) "
                 f"(run.on_invalid: stop)")
     if plan.short:
         return f"nothing would be sent, the balance is short: {plan.shortfall()}"
-    if not plan.to_pay:
+    if not plan.paying:
         return "nothing to pay"
     return f"a run would pay {question(plan)}"
 
@@ -53,13 +50,13 @@ def closing(plan: Plan) -> str:
 def question(plan: Plan) -> str:
     """``30 item(s): EUR 735.00``: what is asked before money moves."""
     totals = ", ".join(f"{c} {a:,}" for c, a in sorted(plan.totals().items()))
-    return f"{len(plan.to_pay)} item(s){': ' + totals if totals else ''}"
+    return f"{plan.paying} item(s){': ' + totals if totals else ''}"
 
 
-def _steps(items: list[PlannedItem], action: str) -> str:
+def _steps(plan: Plan, action: str) -> str:
     if action != "resume":
         return ""
-    steps = Counter(p.step for p in items)
+    steps = plan.resumed_at()
     return " (" + ", ".join(f"{n} at {step}" for step, n in sorted(steps.items())) + ")"
 
 

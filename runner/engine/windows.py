@@ -11,13 +11,14 @@ windows of ``LARGEST``. The first window is small (``FIRST_PER_WORKER`` per work
 
 The funds check keeps its promise window by window: before a window is confirmed, the
 quoted cost of its items plus what the items of the later windows are estimated to cost
-(``Rest``: the plan's prices, from the rates or the state's quotations) must fit in what
-the balances hold now (what earlier windows confirmed is already taken from them).
+(the plan's prices, from the rates or the state's quotations, kept per balance in the state
+for every worker: ``StateStore.take_rest``) must fit in what the balances hold now (what
+earlier windows confirmed is already taken from them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -46,7 +47,8 @@ def expiry(text: str | None) -> float | None:
 
 
 class Windows:
-    """Cuts the entries to work into windows, each sized from the one before."""
+    """Sizes the windows the run takes from the state (``runner.engine.pages``), each from
+    the one before."""
 
     def __init__(self, workers: int, clock: Callable[[], float]) -> None:
         self.clock = clock
@@ -54,15 +56,13 @@ class Windows:
         self.size = min(LARGEST, max(workers * FIRST_PER_WORKER, FIRST_LEAST))
         self.sizes: list[int] = []
 
-    def over(self, entries: Sequence[Entry[Any]]) -> Iterator[Sequence[Entry[Any]]]:
-        start = 0
-        while start < len(entries):
-            window = entries[start:start + self.size]
-            started = self.clock()
-            self.sizes.append(len(window))
-            yield window
-            start += len(window)
-            self.size = self.next_size(window, started)
+    def start(self, window: Sequence[Entry[Any]]) -> float:
+        """A window taken: when it started."""
+        self.sizes.append(len(window))
+        return self.clock()
+
+    def end(self, window: Sequence[Entry[Any]], started: float) -> None:
+        self.size = self.next_size(window, started)
 
     def next_size(self, window: Sequence[Entry[Any]], started: float) -> int:
         """The next window's size: what fits in SAFETY of the shortest quotation life seen,
@@ -77,32 +77,11 @@ class Windows:
         return max(self.workers, min(grown, fits))
 
 
-class Rest:
-    """What the items of the windows not yet confirmed are estimated to cost, per balance."""
-
-    def __init__(self, estimates: dict[str, tuple[str, Decimal]],
-                 entries: Sequence[Entry[Any]]) -> None:
-        self.estimates = estimates
-        self.needed: dict[str, Decimal] = {}
-        for e in entries:
-            self._add(e, 1)
-
-    def _add(self, entry: Entry[Any], sign: int) -> None:
-        found = self.estimates.get(entry.external_id)
-        if found is not None:
-            balance, amount = found
-            self.needed[balance] = self.needed.get(balance, Decimal(0)) + sign * amount
-
-    def take(self, window: Sequence[Entry[Any]]) -> None:
-        """The window's items are costed from now on by their quotations."""
-        for e in window:
-            self._add(e, -1)
-
-
-def shortfall(flow: Flow[Any, Any], ready: Sequence[Entry[Any]], rest: Rest) -> str:
+def shortfall(flow: Flow[Any, Any], ready: Sequence[Entry[Any]],
+              rest: Mapping[str, Decimal]) -> str:
     """'' when the balances cover the quoted cost of ``ready`` plus the estimated cost of
-    the windows still to come, else what each one lacks."""
-    needed = {k: v for k, v in rest.needed.items() if v > 0}
+    the windows still to come (``rest``, per balance), else what each one lacks."""
+    needed = {k: v for k, v in rest.items() if v > 0}
     for e in ready:
         cost = flow.cost(e)
         if cost is not None:

@@ -130,8 +130,10 @@ def _read_job_file(file: str) -> bytes:
     return raw
 
 
-def iter_items(job: Job) -> Iterator[ItemResult]:
-    """Each row of ``job`` as a ``ValidItem`` or an ``InvalidItem``, in file order."""
+def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
+    """Each row of ``job`` as a ``ValidItem`` or an ``InvalidItem``, in file order.
+    ``duplicates`` False: an external_id given twice is not looked for (the rows were
+    validated in full before; a run makes its items again by row number)."""
     template = ItemTemplate(job)
     if template.problems:
         raise JobErrors(_at_job(job, template.problems))
@@ -156,7 +158,7 @@ def iter_items(job: Job) -> Iterator[ItemResult]:
                 problems += [(location, message) for location, message in explain(exc, model)
                              if not any(location[: len(f)] == f for f in failed)]
             errors = [JobError(source.name, number, dotted(loc), msg) for loc, msg in problems]
-            if external_id is not None:
+            if external_id is not None and duplicates:
                 earlier = first_row.setdefault(external_id, number)
                 if earlier != number:
                     errors.append(JobError(source.name, number, "external_id",

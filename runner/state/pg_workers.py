@@ -15,9 +15,9 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from runner.state.passes import LocalPasses
 from runner.state.records import ItemRecord
 from runner.state.store import now_iso
-from runner.state.passes import LocalPasses
 
 _NOW = "extract(epoch FROM clock_timestamp())"
 _CLAIMABLE = f"(claimed_by IS NULL OR claim_expires <= {_NOW})"

@@ -40,6 +40,7 @@ from runner.errors import LeaseHeld, StateError
 from runner.state.files import private_file, private_folder
 from runner.state.history import Approval, RetryRecord
 from runner.state.opening import check_migrations, check_tables, state_error
+from runner.state.passes import LocalPasses
 from runner.state.records import (
     COLUMNS,
     AttemptRecord,
@@ -50,7 +51,6 @@ from runner.state.records import (
 )
 from runner.state.sqlite_schema import migrations
 from runner.state.store import LEASE_TTL, now_iso
-from runner.state.passes import LocalPasses
 
 log = logging.getLogger("runner")
 # Exact amounts are stored as their text.

@@ -1,0 +1,181 @@
+"""A run's items in pages (``runner.engine.batch``): the run holds a bounded window of items,
+never the whole batch, so its memory does not grow with the batch.
+
+- ``Stager``: the plan, as it streams out of the validation, staged in the state in chunks
+  (``StateStore.stage_plan``), with what the items to pay are estimated to cost per
+  balance; recorded once its checks pass (``record_plan``).
+- ``Pages``: each phase is a pass over the job's items in the state (``claim_next``): a page
+  is claimed (one worker's at a time, kept by the heartbeat), worked and given back. Only
+  the items the staged plan says to pay are worked. The worker's id names its claims; the
+  pass is named by the run (SQLite) or by the round of the job the workers share.
+- ``Models``: the state cannot keep card data, so a page's item models are made again from
+  the job's rows, by a pass over the rows file that follows the pages' row numbers (a page
+  behind the pass starts it again). An item whose row no longer makes the same request
+  (its fingerprint) is not worked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+
+from runner.engine.flow import Entry, Flow, fingerprint
+from runner.engine.plan import TO_PAY, PlannedItem, estimate
+from runner.job import Job, ValidItem, iter_items
+from runner.state import ItemRecord, StateStore
+from runner.state.records import Staged
+
+log = logging.getLogger("runner")
+STAGE_CHUNK = 1000
+PAGE = 500  # items in a page of a pass that is not cut in windows
+
+
+def worker_id() -> str:
+    """A name for this process's claims, unique across hosts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Stager:
+    """Stages a streamed plan's items in the state, and adds up their estimates."""
+
+    def __init__(self, state: StateStore, job_name: str, flow: Flow[Any, Any]) -> None:
+        self.state = state
+        self.job_name = job_name
+        self.flow = flow
+        self.rest: dict[str, Decimal] = {}
+        self._buffer: list[Staged] = []
+        state.clear_plan(job_name)
+
+    def __call__(self, p: PlannedItem) -> None:
+        cost = estimate(p, self.flow)
+        if cost is not None and p.balance is not None:
+            self.rest[p.balance] = self.rest.get(p.balance, Decimal(0)) + cost
+        summary = json.dumps(self.flow.summary_of(p.valid.item), sort_keys=True) \
+            if p.action == "new" and p.valid is not None else None
+        self._buffer.append(Staged(p.external_id, p.row, p.action, p.ref, p.fingerprint,
+                                   p.changed, summary, p.balance, cost, p.why))
+        if len(self._buffer) >= STAGE_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        self.state.stage_plan(self.job_name, self._buffer)
+        self._buffer = []
+
+
+class Models:
+    """The item models of pages of records, made again from the job's rows."""
+
+    def __init__(self, job: Job, flow: Flow[Any, Any]) -> None:
+        self.job = job
+        self.flow = flow
+        self._rows: Iterator[Any] | None = None
+        self._at: Any = None  # the row the pass is at (an ItemResult), None: not started
+
+    def _seek(self, row: int) -> ValidItem | None:
+        if self._at is None or self._at.row > row:
+            self._rows = iter_items(self.job, duplicates=False)
+            self._at = next(self._rows, None)
+        while self._at is not None and self._at.row < row:
+            assert self._rows is not None
+            self._at = next(self._rows, None)
+        at = self._at
+        return at if isinstance(at, ValidItem) and at.row == row else None
+
+    def entries(self, records: Sequence[ItemRecord], staged: dict[str, Staged]
+                ) -> list[Entry[Any]]:
+        """The entries of ``records`` whose row (as the plan staged it) still makes the
+        request planned, in row order."""
+        found: list[Entry[Any]] = []
+        for record in sorted(records, key=lambda r: staged[r.external_id].row):
+            planned = staged[record.external_id]
+            valid = self._seek(planned.row)
+            if valid is None or valid.external_id != record.external_id or \
+                    fingerprint(self.flow.fingerprinted(valid.item)) != planned.fingerprint:
+                log.warning("%s: row %d no longer makes the item planned; not worked",
+                            record.external_id, planned.row)
+                continue
+            found.append(Entry(valid.item, record))
+        return found
+
+
+class Pages:
+    """The passes of one worker over the job's items (see the module's docstring)."""
+
+    def __init__(self, state: StateStore, job: Job, flow: Flow[Any, Any], worker: str,
+                 round_key: str, ttl: float) -> None:
+        self.state = state
+        self.job_name = job.name
+        self.worker = worker
+        self.round = round_key
+        self.ttl = ttl
+        self.models = Models(job, flow)
+        self.costs: dict[str, tuple[str, Decimal]] = {}  # the page's estimates
+
+    def next(self, name: str, size: int, **only: Any) -> list[Entry[Any]] | None:
+        """The next page of the pass ``name`` (``only``: ``claim_next``'s filters) as the
+        entries to work on; None when the pass is over. Those the plan does not pay are
+        given back at once."""
+        while True:
+            records = self.state.claim_next(self.job_name, self.worker, size, self.ttl,
+                                            f"{self.round}:{name}", **only)
+            if not records:
+                return None
+            staged = self.state.staged(self.job_name, [r.external_id for r in records])
+            paid = [r for r in records if r.external_id in staged
+                    and staged[r.external_id].action in TO_PAY]
+            self.costs = {s.external_id: (s.balance, s.cost) for s in staged.values()
+                          if s.balance is not None and s.cost is not None}
+            entries = self.models.entries(paid, staged)
+            kept = {e.external_id for e in entries}
+            dropped = [r.external_id for r in records if r.external_id not in kept]
+            if dropped:
+                self.state.release_claims(self.job_name, self.worker, dropped)
+            if entries:
+                return entries
+
+    def done(self, entries: Sequence[Entry[Any]]) -> None:
+        """Give the page back."""
+        self.state.release_claims(self.job_name, self.worker,
+                                  [e.external_id for e in entries])
+
+    def over(self, name: str, size: int = PAGE, **only: Any) -> Iterator[list[Entry[Any]]]:
+        """Every page of the pass ``name``, each given back once the caller is done."""
+        while (page := self.next(name, size, **only)) is not None:
+            try:
+                yield page
+            finally:
+                self.done(page)
+
+    def estimates(self, entries: Sequence[Entry[Any]]) -> dict[str, Decimal]:
+        """What the entries (of the last page) were estimated to cost, per balance."""
+        taken: dict[str, Decimal] = {}
+        for e in entries:
+            found = self.costs.get(e.external_id)
+            if found is not None:
+                taken[found[0]] = taken.get(found[0], Decimal(0)) + found[1]
+        return taken
+
+    def staged(self, actions: Sequence[str]) -> Iterator[tuple[Staged, Entry[Any]]]:
+        """The staged entries of ``actions`` with their items, in pages."""
+        chunk: list[Staged] = []
+        for s in self.state.staged_with(self.job_name, actions):
+            chunk.append(s)
+            if len(chunk) >= PAGE:
+                yield from self._with_items(chunk)
+                chunk = []
+        yield from self._with_items(chunk)
+
+    def _with_items(self, chunk: list[Staged]) -> Iterator[tuple[Staged, Entry[Any]]]:
+        records = self.state.items_by_id([s.external_id for s in chunk])
+        by_id = {s.external_id: s for s in chunk if s.external_id in records}
+        for e in self.models.entries([records[i] for i in by_id], by_id):
+            yield by_id[e.external_id], e
+
+
+Claimer = Callable[[int], list[Entry[Any]] | None]

@@ -1,0 +1,178 @@
+"""A worker's share of a run (``runner.engine.batch``), once the plan is recorded: passes
+over the job's items in the state, page by page (``runner.engine.pages``), on a pool of
+threads.
+
+1. Retry (``--retry-failed``, by the worker that made the plan): failed items sent again
+   under a new external_id, each once the provider shows the attempt that failed final and
+   unpaid.
+2. Look up each money-moving call in doubt (its answer lost), before anything else is sent.
+3. Windows (``runner.engine.windows``), each a page the worker claims, sized so that no
+   quotation outlives its TTL: a call in doubt in it (an item taken over from a worker that
+   died) is looked up first (rule 3); prepare (quotation and transaction for each item not
+   yet created); the pre-flight (the window's quoted cost plus what the later windows are
+   estimated to cost, against the balances: when they cannot cover it nothing more is
+   confirmed, exit 4, unless ``allow_partial``); confirm (skipped with ``confirm: false``:
+   the items wait for ``runner confirm``).
+4. Poll what is confirmed but not final, by pages, until final or ``wait_for_final``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from runner.engine.flow import Entry, Flow
+from runner.engine.pages import Pages
+from runner.engine.phases import UNREACHABLE, Phase, PhaseStart, Progress
+from runner.engine.windows import Windows, shortfall
+from runner.errors import ProviderDown
+from runner.job import Job
+from runner.summary.model import FUNDS_SHORT
+
+log = logging.getLogger("runner")
+
+
+@dataclass
+class Ending:
+    """How the run ends when it decides it (else the batch's state does): its exit code,
+    closing message, and what the state keeps of why (a shortfall)."""
+
+    code: int | None = None
+    message: str = ""
+    note: str = ""
+    refused: bool = False  # a plan refused, or the question answered no: no summary
+
+
+@dataclass
+class Share:
+    """What a worker's share is worked with: the run's options, as ``RunOptions`` has them."""
+
+    workers: int
+    confirm: bool
+    confirm_only: bool
+    allow_partial: bool
+    stop: Any  # threading.Event
+    on_progress: Progress | None
+    on_phase: PhaseStart | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    started: str  # when the run started (``now_iso``): what was confirmed before is polled
+
+
+def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
+         ) -> Ending:
+    problems: list[str] = []
+    with ThreadPoolExecutor(max_workers=share.workers, thread_name_prefix="item") as pool:
+        phase = Phase(pool, flow, share.stop, share.on_progress, problems, share.on_phase)
+        if retrying and not share.confirm_only:
+            _retry(flow, phase, pages)
+        # A money-moving call in doubt may have moved money already: learn its fate before
+        # counting costs for the funds check or leaving it for `runner confirm`.
+        for page in pages.over("doubt", intent=flow.commit_step):
+            phase.run("look up", flow.settle_doubt, page)
+        ending = _windows(job, share, flow, phase, pages)
+        if ending is not None:
+            return ending
+        _poll(flow, phase, pages, float(job.run.wait_for_final), share)
+    if UNREACHABLE in problems:
+        return Ending(75, "the provider is unreachable; run again later to resume")
+    if share.stop.is_set():
+        return Ending(1, "interrupted; run again to resume")
+    return Ending()
+
+
+def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
+    chunk: list[tuple[Any, Entry[Any]]] = []
+
+    def run() -> None:
+        planned = {e.external_id: s for s, e in chunk}
+        phase.run("retry", lambda e: flow.retry(
+            e, planned[e.external_id].fingerprint, planned[e.external_id].row,
+            planned[e.external_id].changed), [e for _, e in chunk])
+        chunk.clear()
+
+    for pair in pages.staged(("retry",)):
+        chunk.append(pair)
+        if len(chunk) >= 500:
+            run()
+    if chunk:
+        run()
+
+
+def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages
+             ) -> Ending | None:
+    """Prepare, check the funds for and confirm the items window by window
+    (``runner.engine.windows``); an ending when the balances cannot cover the rest."""
+    windows = Windows(share.workers, flow.clock)
+    while not share.stop.is_set() and not phase.problems:
+        window = pages.next("work", windows.size)
+        if window is None:
+            break
+        started = windows.start(window)
+        try:
+            ending = _window(job, share, flow, phase, pages, window, len(windows.sizes) > 1)
+        finally:
+            windows.end(window, started)
+            pages.done(window)
+        if ending is not None:
+            return ending
+    if len(windows.sizes) > 1:
+        log.info("worked in %d windows of %s item(s)", len(windows.sizes),
+                 ", ".join(str(n) for n in windows.sizes))
+    return None
+
+
+def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
+            window: list[Entry[Any]], later: bool) -> Ending | None:
+    lost = [e for e in window if e.record.intent == flow.commit_step]
+    if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
+        phase.run("look up", flow.settle_doubt, lost)
+    if not share.confirm_only:
+        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)])
+    rest = flow.state.take_rest(job.name, pages.estimates(window))
+    ready = [e for e in window if flow.ready(e) and not e.record.intent
+             and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
+    if not share.confirm:
+        for e in ready:
+            flow.update(e, outcome="awaiting_confirm")
+        return None
+    if not ready or share.stop.is_set() or phase.problems:
+        return None
+    try:
+        short = shortfall(flow, ready, rest)
+    except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
+        log.error("provider unreachable: %s", exc)
+        phase.problems.append(UNREACHABLE)
+        return None
+    if short and not share.allow_partial:
+        return Ending(FUNDS_SHORT, f"{short}: nothing {'more ' if later else ''}was "
+                                   f"confirmed (--allow-partial confirms what the balance "
+                                   f"covers)", short)
+    phase.run(flow.commit_step, flow.commit, ready)
+    return None
+
+
+def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: Share
+          ) -> None:
+    """Follow what is confirmed to its final status, for ``wait`` seconds at most, in
+    passes over the confirmed items. With 0, what this run confirmed is not read (it stays
+    pending for the next run), but what earlier runs confirmed is read once: else it would
+    never be followed."""
+    before = share.started if wait <= 0 else None
+    deadline = share.clock() + wait
+    interval = 0.2
+    rounds = 0
+    while not phase.stop.is_set():
+        waiting = False
+        for page in pages.over(f"poll{rounds}", step="confirmed", before=before):
+            phase.run("poll", flow.poll, page)
+            waiting = waiting or any(e.record.step != "final" for e in page)
+        remaining = deadline - share.clock()
+        if not waiting or remaining <= 0:
+            return
+        share.sleep(min(interval, remaining))
+        interval = min(interval * 1.5, 5.0)
+        rounds += 1
