@@ -124,6 +124,8 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             state.end_run(run_id, held.exit_code, {})
             raise
         worker = worker_id()
+        if not state.shared:
+            state.drop_claims(job.name)  # the lease makes this run the only worker
         beat = Heartbeat(state, job.name, token, (worker, options.claim_ttl))
         summary: Summary | None = None
         try:

@@ -37,8 +37,22 @@ PAGE = 500  # items in a page of a pass that is not cut in windows
 
 
 def worker_id() -> str:
-    """A name for this process's claims, unique across hosts."""
+    """A name for this process's claims, unique across hosts: host:pid:random."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _gone(worker: str) -> bool:
+    """True when ``worker`` (``worker_id``) ran on this host and its process is gone."""
+    parts = worker.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 class Stager:
@@ -138,6 +152,21 @@ class Pages:
                 self.state.release_claims(self.job_name, self.worker, dropped)
             if entries:
                 return entries
+
+    def wait_for_others(self, sleep: Callable[[float], None]) -> bool:
+        """When other workers hold claims on the job's open items: wait for them (a claim
+        of a worker whose process is gone from this host expires at once) and True, for
+        the pass to take again what a dead worker leaves; False when no other holds any."""
+        others = [w for w in self.state.claimants(self.job_name) if w != self.worker]
+        if not others:
+            return False
+        gone = [w for w in others if _gone(w)]
+        for w in gone:
+            log.warning("worker %s is gone: its items are taken over", w)
+            self.state.expire_claims(self.job_name, w)
+        if not gone:
+            sleep(min(1.0, self.ttl / 4))
+        return True
 
     def done(self, entries: Sequence[Entry[Any]]) -> None:
         """Give the page back."""

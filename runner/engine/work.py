@@ -110,6 +110,8 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
     while not share.stop.is_set() and not phase.problems:
         window = pages.next("work", windows.size)
         if window is None:
+            if pages.wait_for_others(share.sleep):
+                continue  # what a worker that died held is taken over when it expires
             break
         started = windows.start(window)
         try:

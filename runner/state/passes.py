@@ -138,6 +138,20 @@ class LocalPasses(LocalWorkers):
         rows = self._atomic(work)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
+    def claimants(self, job_name: str) -> list[str]:
+        now, clock = self._now()
+        return [r["claimed_by"] for r in self._rows(
+            f"SELECT DISTINCT claimed_by FROM items WHERE {_OPEN} AND claimed_by IS NOT NULL "
+            f"AND claim_expires > {now}", [job_name, *clock])]
+
+    def expire_claims(self, job_name: str, worker: str) -> None:
+        self._run("UPDATE items SET claim_expires = 0 WHERE job_name = ? AND claimed_by = ?",
+                  [job_name, worker])
+
+    def drop_claims(self, job_name: str) -> None:
+        self._run("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE "
+                  "job_name = ? AND claimed_by IS NOT NULL", [job_name])
+
     def end_passes(self, job_name: str) -> None:
         self._run("DELETE FROM job_passes WHERE job_name = ?", [job_name])
 

@@ -309,6 +309,20 @@ class StateStore(ABC):
         died. [] when the pass is over."""
 
     @abstractmethod
+    def claimants(self, job_name: str) -> list[str]:
+        """The workers holding a live claim on one of the job's open items."""
+
+    @abstractmethod
+    def expire_claims(self, job_name: str, worker: str) -> None:
+        """The worker is known dead (its process is gone from this host): its claims
+        expire now, for another to take its items over."""
+
+    @abstractmethod
+    def drop_claims(self, job_name: str) -> None:
+        """Forget every claim on the job's items: a run that holds the job's lease alone
+        (SQLite) is its only worker, and the claims of a run that died are void."""
+
+    @abstractmethod
     def end_passes(self, job_name: str) -> None:
         """Forget the cursors of the job's passes (its round of work is over)."""
 
