@@ -51,7 +51,7 @@ from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
 from runner.engine.work import Ending, Share, work
-from runner.errors import LeaseHeld
+from runner.errors import LeaseHeld, PlanRefused
 from runner.job import Job
 from runner.kinds import kind_named
 from runner.provider import Provider
@@ -97,13 +97,6 @@ class RunResult:
     @property
     def counts(self) -> dict[str, int]:
         return dict(self.summary.counts) if self.summary is not None else dict(self.repeated)
-
-
-class _Refused(Exception):
-    """The plan's checks stopped the run: the job's plan step is not recorded done."""
-
-    def __init__(self, ending: Ending, plan: Plan | None) -> None:
-        self.ending, self.plan = ending, plan
 
 
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
@@ -203,17 +196,20 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
     flags = f"{digest}:{options.retry_failed}:{options.confirm_only}:" \
             f"{options.applied.sha256 if options.applied else ''}"
     plan: Plan | None = None
+    stopped: Ending | None = None
     try:
         with state.job_step(job.name, "plan", flags) as mine:
             if mine:
-                ending, plan = _plan(job, provider, options, flow, run_id, digest)
-                if ending is not None:
-                    raise _Refused(ending, plan)
+                stopped, plan = _plan(job, provider, options, flow, run_id, digest)
+                if stopped is not None:  # the step is not recorded done: each worker stops
+                    raise PlanRefused(stopped.message)
             else:
                 log.info("the job's plan was made by another worker; working on it")
                 state.note_inputs(run_id, digest)
-    except _Refused as refused:
-        return refused.ending, refused.plan, ""
+    except PlanRefused:
+        if stopped is None:
+            raise
+        return stopped, plan, ""
     return None, plan, state.step_done_at(job.name, "plan") or ""
 
 
