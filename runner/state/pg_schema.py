@@ -96,9 +96,10 @@ def migrate(query: Query, location: str, create: bool = True) -> None:
                                 "= %s AND table_schema = current_schema()", [TABLE]):
         raise StateMissing(f"{location}: no runner state in this database (nothing has run "
                            "with this --state yet?)")
+    # The lock first: two workers creating the table at once would collide in the catalog.
+    query(f"SELECT pg_advisory_xact_lock({_LOCK})", [])
     query(f"CREATE TABLE IF NOT EXISTS {TABLE} (migration_set text, name text, "
           "applied_at text, PRIMARY KEY (migration_set, name))", [])
-    query(f"SELECT pg_advisory_xact_lock({_LOCK})", [])
     applied = {row[0] for row in query(f"SELECT name FROM {TABLE} WHERE migration_set = %s",
                                        [SET])}
     newer = sorted(applied - MIGRATIONS.keys())

@@ -1,0 +1,138 @@
+"""Cooperating workers: several runs of one job at once on one PostgreSQL state, against a
+loopback sandbox. They share the items (each worker pays some, every item is paid once),
+the plan is made once and the summary written once, by the last to finish; a worker that
+dies leaves its items claimed until its claims expire, and the worker that takes them over
+looks up first the call that was in doubt (rule 3)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import KEY, SECRET, Admin, Api
+from engine_support import MT, confirmed, eur, posts, tiny_sleep, write_job
+
+from runner.connect import connect
+from runner.engine import windows
+from runner.engine.batch import RunOptions, RunResult, run_job
+from runner.job import load_job
+from runner.state import open_store
+
+JOB = "pay-2026-11"
+ITEMS = 120
+
+
+def run(job_path: Path, state: str, **options: Any) -> RunResult:
+    """One worker: a run of the library on the PostgreSQL state, the waits shrunk."""
+    job = load_job(job_path)
+    with connect(job, job_path.parent) as provider:
+        return run_job(job, provider, RunOptions(state_path=state,
+                                                 sleep=tiny_sleep, **options))
+
+
+def rows(n: int) -> str:
+    return "".join(f"e{i:04d},1,{10 + i % 7}.00,+2547{i:08d}\n" for i in range(n))
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of a few items, so that every worker gets some of a small batch."""
+    monkeypatch.setattr(windows, "FIRST_LEAST", 4)
+    monkeypatch.setattr(windows, "FIRST_PER_WORKER", 2)
+    monkeypatch.setattr(windows, "LARGEST", 8)
+
+
+def test_workers_share_a_job_and_pay_every_item_once(
+        sb: Any, adm: Admin, tmp_path: Path, pg_url: str, small_windows: None) -> None:
+    job = write_job(tmp_path, sb, rows(ITEMS), prefix="w", concurrency=2)
+    results: dict[str, RunResult] = {}
+    start = threading.Barrier(3)
+
+    def worker(name: str) -> None:
+        start.wait()
+        results[name] = run(job, pg_url, claim_ttl=30.0)
+
+    threads = [threading.Thread(target=worker, args=(f"w{n}",)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+
+    assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(ITEMS)}
+    assert posts(adm)["POST quotations"] == ITEMS  # 3 POSTs an item, nothing again
+    cost = sum(Decimal(10 + i % 7) + Decimal("1.50") for i in range(ITEMS))
+    assert eur(sb)["balance"] == Decimal("10000000.00") - cost
+    # Every worker exited 0; one made the plan, one (the last to finish) the summary.
+    assert sorted(r.exit_code for r in results.values()) == [0, 0, 0]
+    assert sum(r.plan is not None for r in results.values()) == 1
+    finished = [r for r in results.values() if r.summary is not None]
+    assert len(finished) == 1 and finished[0].summary is not None
+    assert finished[0].summary.counts == {"settled": ITEMS}
+    # Each worker confirmed some of the items.
+    with open_store(pg_url) as store:
+        by_run = Counter(a.run_id for i in range(ITEMS)
+                         for a in store.attempts(f"w-e{i:04d}") if a.step == "confirm")
+        assert len(by_run) == 3 and sum(by_run.values()) == ITEMS, by_run
+        assert store.claimants(JOB) == []  # every claim given back
+
+
+def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_up_first(
+        sb: Any, adm: Admin, tmp_path: Path, pg_url: str) -> None:
+    job = write_job(tmp_path, sb, rows(4), prefix="w", concurrency=2)
+    made = run(job, pg_url, confirm=False)
+    assert made.exit_code == 0
+    # A worker on another host claims two items, sends the confirm of the first (the
+    # provider confirms it) and dies before its answer is recorded.
+    dead = "elsewhere:4242:dead"
+    with open_store(pg_url) as store:
+        claimed = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
+        assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
+        lost = claimed[0]
+        store.begin_attempt(made_run(store), lost.external_id, "confirm",
+                            {"transaction": lost.transaction_id})
+    answer = Api(sb.url, (KEY, SECRET)).post(f"{MT}/transactions/{lost.transaction_id}/confirm")
+    assert answer.status_code == 200, answer.text
+    before = posts(adm)["POST confirm"]
+    results: list[RunResult] = []
+    worker = threading.Thread(target=lambda: results.append(
+        run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)))
+    worker.start()
+
+    # The live worker confirms what is free, and waits for what the dead one holds.
+    until(lambda: posts(adm)["POST confirm"] - before == 2)
+    with open_store(pg_url) as store:
+        assert store.claimants(JOB) == [dead] and worker.is_alive()
+        record = store.item(lost.external_id)
+        assert record is not None and record.intent == "confirm"
+        store.expire_claims(JOB, dead)  # as its claims' time running out does
+    worker.join(timeout=120)
+
+    assert results[0].exit_code == 0 and results[0].summary is not None
+    assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(4)}
+    # The confirm in doubt was looked up, not sent again: one more for the other item.
+    assert posts(adm)["POST confirm"] - before == 3
+    with open_store(pg_url) as store:
+        record = store.item(lost.external_id)
+        assert record is not None and record.intent is None and record.step != "new"
+        assert [a.result for a in store.attempts(lost.external_id)
+                if a.step == "confirm"] == [None]  # the dead worker's, never answered
+        assert store.claimants(JOB) == []
+
+
+def until(condition: Callable[[], bool], bound: float = 60.0) -> None:
+    deadline = time.monotonic() + bound
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.005)
+
+
+def made_run(store: Any) -> int:
+    latest = store.latest_run(JOB)
+    assert latest is not None
+    return int(latest.id)
