@@ -8,8 +8,8 @@ kind's item model. Every problem found is raised together as ``JobErrors``.
 ``iter_items`` then reads the rows one at a time and yields, for each, either a
 ``ValidItem`` (the typed item, its external_id and row) or an ``InvalidItem`` (its
 problems), so a 100,000-row file streams in flat memory. Only the external_ids seen are
-kept, to refuse a second row with the same one; that error names both rows, and the first
-row stays valid.
+kept (``runner.job.seen``: in memory, then in a temporary file), to refuse a second row with
+the same one; that error names both rows, and the first row stays valid.
 
 Messages read ``FILE:ROW: FIELD: message``. In the job file, ROW is the line and FIELD the
 dotted key path (``run.retry.attempts``). For an item, FILE is the rows file (or the job
@@ -38,6 +38,7 @@ from runner.job.limits import JOB_FILE_BYTES_MAX
 from runner.job.model import Job
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
+from runner.job.seen import Seen
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
 from runner.kinds import kinds
@@ -139,7 +140,7 @@ def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
         raise JobErrors(_at_job(job, template.problems))
     source = _rows(job)
     model = job.item_model
-    first_row: dict[str, int] = {}
+    seen = Seen()
     try:
         for number, values in source:
             if isinstance(values, JobError):
@@ -159,7 +160,7 @@ def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
                              if not any(location[: len(f)] == f for f in failed)]
             errors = [JobError(source.name, number, dotted(loc), msg) for loc, msg in problems]
             if external_id is not None and duplicates:
-                earlier = first_row.setdefault(external_id, number)
+                earlier = seen.first(external_id, number)
                 if earlier != number:
                     errors.append(JobError(source.name, number, "external_id",
                                            f"{external_id!r} is also the external_id of "
@@ -171,6 +172,8 @@ def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None
+    finally:
+        seen.close()
 
 
 def check_job(path: str | Path, environ: Mapping[str, str] | None = None) -> list[JobError]:
