@@ -136,3 +136,27 @@ def made_run(store: Any) -> int:
     latest = store.latest_run(JOB)
     assert latest is not None
     return int(latest.id)
+
+
+def test_the_rate_limit_holds_for_every_worker_together(
+        sb: Any, adm: Admin, tmp_path: Path, pg_url: str, small_windows: None) -> None:
+    """Each call of either worker takes the job's next slot, 1/40 s after the one before
+    whoever took it (the waits are shrunk here, so the slots run ahead of the clock)."""
+    job = write_job(tmp_path, sb, rows(24), prefix="w", concurrency=2)
+    job.write_text(job.read_text().replace("run:\n", "run:\n  rate_limit: 40\n"))
+    started = time.time()
+    results: list[RunResult] = []
+    threads = [threading.Thread(target=lambda: results.append(run(job, pg_url)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+
+    assert sorted(r.exit_code for r in results) == [0, 0]
+    assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(24)}
+    counts = adm.requests()["counts"]
+    calls = sum(n for method, n in counts.items() if " " not in method)
+    with open_store(pg_url) as store:
+        slot = store.rate_slot(JOB, 1 / 40, now=started)  # the next free one
+    assert calls >= 72 and slot - started >= (calls - 1) / 40, (calls, slot - started)
