@@ -26,7 +26,8 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Entry, Flow, fingerprint
-from runner.engine.plan import TO_PAY, PlannedItem, estimate
+from runner.engine.funds import estimate
+from runner.engine.plan import TO_PAY, PlannedItem
 from runner.job import Job, ValidItem, iter_items
 from runner.state import ItemRecord, StateStore
 from runner.state.records import Staged

@@ -29,6 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Flow, Run, fingerprint
+from runner.engine.funds import Need, available, draw, needs
 from runner.errors import JobError, ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
@@ -75,37 +76,6 @@ class PlannedItem:
                 "ref": self.ref, "step": self.step, "changed": self.changed, "why": self.why,
                 "fingerprint": self.fingerprint, "balance": self.balance,
                 **({k: _text(v) for k, v in asdict(price).items()} if price else {})}
-
-
-@dataclass
-class Need:
-    """What the items to pay draw on one balance (as ``Flow.draws`` names it), and what it
-    holds. ``fees_known``: every item's fee is known (quoted); else fees come on top."""
-
-    balance: str
-    currency: str
-    items: int = 0
-    amount: Decimal = Decimal(0)
-    fee: Decimal = Decimal(0)
-    fees_known: bool = True
-    available: Decimal = Decimal(0)
-
-    @property
-    def needed(self) -> Decimal:
-        return self.amount + self.fee
-
-    @property
-    def short(self) -> bool:
-        return self.needed > self.available
-
-    def shortfall(self) -> str:
-        return f"{self.balance} {self.needed:,} needed, {self.available:,} available"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"balance": self.balance, "currency": self.currency, "items": self.items,
-                "amount": str(self.amount), "fee": str(self.fee) if self.fees_known else None,
-                "needed": str(self.needed), "available": str(self.available),
-                "short": self.short}
 
 
 @dataclass
@@ -253,7 +223,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
             p = classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
             p.why = clean(p.why)
             if sink is not None:
-                _draw(flow, p, found)
+                draw(flow, p, found)
                 sink(p)
                 p.valid = p.record = None  # the state has it now
             plan.add(p)
@@ -277,7 +247,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     plan.items.sort(key=lambda p: p.row)
     if quote and kind_named(job.kind).quote is not None:
         _quote(job, provider, plan)
-    plan.needs = _available(flow, found) if sink is not None else needs(flow, plan.items)
+    plan.needs = available(flow, found) if sink is not None else needs(flow, plan.items)
     return plan
 
 
@@ -339,56 +309,6 @@ def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[
     if not retry_failed:
         return "failed", f"{failure}; --retry-failed sends it again as {following}"
     return "retry", failure
-
-
-def draws_funds(p: PlannedItem, flow: Flow[Any, Any]) -> bool:
-    """True when paying the item still takes money from a balance: it is to pay, and its
-    money-moving call has not been made (nor may have been)."""
-    record = p.record
-    if not p.pays or p.price is None:
-        return False
-    if p.action in ("new", "retry") or record is None:
-        return True
-    return record.step not in ("confirmed", "final") and record.intent != flow.commit_step
-
-
-def needs(flow: Flow[Any, Any], items: list[PlannedItem]) -> list[Need]:
-    """What the items to pay draw on each balance, against what it holds (read now)."""
-    found: dict[str, Need] = {}
-    for p in items:
-        _draw(flow, p, found)
-    return _available(flow, found)
-
-
-def _draw(flow: Flow[Any, Any], p: PlannedItem, found: dict[str, Need]) -> None:
-    """Add what ``p`` draws (when it draws funds) to the balance it draws on."""
-    if not draws_funds(p, flow) or p.valid is None or p.price is None:
-        return
-    p.balance = flow.draws(p.valid.item)
-    if p.balance is None:
-        return
-    need = found.setdefault(p.balance, Need(p.balance, p.price.currency))
-    need.items += 1
-    need.amount += p.price.amount
-    if p.price.fee is None:
-        need.fees_known = False
-    else:
-        need.fee += p.price.fee
-
-
-def _available(flow: Flow[Any, Any], found: dict[str, Need]) -> list[Need]:
-    if found:
-        usable = flow.usable(list(found))
-        for need in found.values():
-            need.available = usable.get(need.balance, Decimal(0))
-    return [found[k] for k in sorted(found)]
-
-
-def estimate(p: PlannedItem, flow: Flow[Any, Any]) -> Decimal | None:
-    """What paying ``p`` is estimated to take from its balance (None: nothing of ours)."""
-    if p.balance is None or p.price is None or not draws_funds(p, flow):
-        return None
-    return p.price.amount + (p.price.fee or 0)
 
 
 def _quote(job: Job, provider: Provider, plan: Plan) -> None:

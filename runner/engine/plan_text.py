@@ -5,7 +5,8 @@ again, failed, needing a person, changed, refused, invalid) is listed with why."
 
 from __future__ import annotations
 
-from runner.engine.plan import LISTED, TO_PAY, Need, Plan, PlannedItem
+from runner.engine.funds import Need
+from runner.engine.plan import LISTED, TO_PAY, Plan, PlannedItem
 
 LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up first)",
           "retry": "to send again (--retry-failed)", "settled": "settled",
