@@ -6,8 +6,9 @@ quoted, so that no quotation waits for the whole batch to be prepared and expire
 first quotation to its last confirm, and how long the provider's quotations live (their own
 ``expiration_date``, as ``expires_at`` keeps it). A window is sized so that its first
 quotation is confirmed within half of its life; a kind without expiring quotations works in
-windows of ``LARGEST``. The first window is small (``FIRST_PER_WORKER`` per worker, at least
-``FIRST_LEAST``) and each next one at most ``GROWTH`` times the last.
+windows of ``LARGEST`` (``SHARED_PER_WORKER`` per worker when several processes share the
+job). The first window is small (``FIRST_PER_WORKER`` per worker, at least ``FIRST_LEAST``)
+and each next one at most ``GROWTH`` times the last.
 
 The funds check keeps its promise window by window: before a window is confirmed, the
 quoted cost of its items plus what the items of the later windows are estimated to cost
@@ -29,6 +30,7 @@ LARGEST = 2000  # items in a window at most
 FIRST_PER_WORKER = 8
 FIRST_LEAST = 64  # a small batch goes in one window
 GROWTH = 4
+SHARED_PER_WORKER = 16  # items in a window at most, per worker, when processes share a job
 SAFETY = 0.5  # of a quotation's life, at most, from its window's start to its confirm
 
 
@@ -50,10 +52,14 @@ class Windows:
     """Sizes the windows the run takes from the state (``runner.engine.pages``), each from
     the one before."""
 
-    def __init__(self, workers: int, clock: Callable[[], float]) -> None:
+    def __init__(self, workers: int, clock: Callable[[], float], shared: bool = False) -> None:
         self.clock = clock
         self.workers = workers
-        self.size = min(LARGEST, max(workers * FIRST_PER_WORKER, FIRST_LEAST))
+        # Several processes share the job: a window is a page the others cannot take, so
+        # it stays small enough that no worker is left with the batch's tail alone.
+        self.largest = min(LARGEST, max(workers * SHARED_PER_WORKER, FIRST_LEAST)) \
+            if shared else LARGEST
+        self.size = min(self.largest, max(workers * FIRST_PER_WORKER, FIRST_LEAST))
         self.sizes: list[int] = []
 
     def start(self, window: Sequence[Entry[Any]]) -> float:
@@ -67,7 +73,7 @@ class Windows:
     def next_size(self, window: Sequence[Entry[Any]], started: float) -> int:
         """The next window's size: what fits in SAFETY of the shortest quotation life seen,
         at the rate this window went."""
-        grown = min(LARGEST, len(window) * GROWTH)
+        grown = min(self.largest, len(window) * GROWTH)
         lives = [t - started for t in (expiry(e.record.expires_at) for e in window)
                  if t is not None]
         elapsed = self.clock() - started

@@ -106,7 +106,7 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
              ) -> Ending | None:
     """Prepare, check the funds for and confirm the items window by window
     (``runner.engine.windows``); an ending when the balances cannot cover the rest."""
-    windows = Windows(share.workers, flow.clock)
+    windows = Windows(share.workers, flow.clock, flow.state.shared)
     while not share.stop.is_set() and not phase.problems:
         window = pages.next("work", windows.size)
         if window is None:
