@@ -113,7 +113,8 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
         store.expire_claims(JOB, dead)  # as its claims' time running out does
     worker.join(timeout=120)
 
-    assert results[0].exit_code == 0 and results[0].summary is not None
+    assert results[0].summary is not None
+    assert results[0].exit_code == 0, (results[0].summary.counts, results[0].message)
     assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(4)}
     # The confirm in doubt was looked up, not sent again: one more for the other item.
     assert posts(adm)["POST confirm"] - before == 3
