@@ -13,6 +13,7 @@ from runner.job import load_job
 from runner.state import open_store
 from runner.summary import check_summary, render_all, summary_of
 from runner.summary.mail import compose
+from runner.summary.reports import write_items
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -33,7 +34,8 @@ def test_the_email_of_10000_items_with_500_failures_is_under_100_kb(tmp_path: Pa
     with open_store(tmp_path / "s.sqlite") as store:
         made.batch(store, 10_000, 500, 300, 50)
         summary = summary_of(job, store)
-    rendered = render_all(summary, check_summary(job))
+        assert write_items(summary, tmp_path / "items.csv") == 10_000
+    rendered = render_all(summary, check_summary(job), tmp_path / "items.csv")
     assert job.summary is not None and job.summary.email is not None
     message = compose(job.summary.email, summary, rendered.subject, rendered.text,
                       rendered.html, rendered.csv, rendered.csv_name)
