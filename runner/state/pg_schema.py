@@ -80,6 +80,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN inputs text",
         "ALTER TABLE runs ADD COLUMN lines text",
     ),
+    "0007_items_job_row": (
+        "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
+    ),
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -298,6 +298,22 @@ class SqliteStore(LocalWorkers):
         rows = self._rows("SELECT * FROM items WHERE job_name = ? ORDER BY row", [job_name])
         return (ItemRecord.from_row(r) for r in rows)
 
+    def item_pages(self, job_name: str, answered: str, size: int = 500
+                   ) -> Iterator[list[tuple[ItemRecord, str | None]]]:
+        after: list[Any] = []
+        while True:
+            rows = self._rows(
+                "SELECT i.*, (SELECT max(a.finished_at) FROM attempts a WHERE a.external_id "
+                "= i.external_id AND a.step = ? AND a.result = 'ok') AS answered_at FROM "
+                "items i WHERE i.job_name = ?" + (" AND (i.row > ? OR (i.row = ? AND "
+                "i.external_id > ?))" if after else "") +
+                " ORDER BY i.row, i.external_id LIMIT ?", [answered, job_name, *after, size])
+            if rows:
+                yield [(ItemRecord.from_row(r), r["answered_at"]) for r in rows]
+            if len(rows) < size:
+                return
+            after = [rows[-1]["row"], rows[-1]["row"], rows[-1]["external_id"]]
+
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         with self.lock, self._translated():

@@ -87,3 +87,10 @@ def _inputs(db: Database) -> None:
     # says them again without validating or reading every item.
     db.table("runs").add_column("inputs", str)
     db.table("runs").add_column("lines", str)
+
+
+@migrations(name="0007_items_job_row")
+def _job_rows(db: Database) -> None:
+    # A job's items read in row order a page at a time (the summary of a batch of any
+    # size): each page a range of this index, not a sort of the whole batch.
+    db.table("items").create_index(["job_name", "row"])
