@@ -125,7 +125,7 @@ def measure(folder: Path, items: int, args: argparse.Namespace) -> None:
     started = time.perf_counter()
     assert job.summary is not None and job.summary.email is not None
     message = compose(job.summary.email, summary, rendered.subject, rendered.text,
-                      rendered.html, rendered.csv, rendered.csv_name)
+                      rendered.html, rendered.csv_file, rendered.csv_name)
     mail_took, mail_peak = time.perf_counter() - started, tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     without_csv = len(message.get_payload()[0].as_bytes())

@@ -170,5 +170,5 @@ def email_summary(job: Job, rendered: Rendered) -> list[str]:
     if email is None:
         raise EmailNotSent(f"{job.path}: the job has no summary.email")
     message = compose(email, rendered.summary, rendered.subject, rendered.text, rendered.html,
-                      rendered.csv, rendered.csv_name)
+                      rendered.csv_file, rendered.csv_name)
     return send(message, email.smtp, job.path.parent)
