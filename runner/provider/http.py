@@ -5,10 +5,13 @@ Clients take their base URL, credentials, auth scheme and ``requests.Session`` a
 (no module globals), so tests and the engine decide pooling, proxies, timeouts and TLS. TLS
 verification is left on, always.
 
-The session's adapter decides the connection pool (with its proxy and TLS settings) and the
-request goes out through that urllib3 pool directly: requests' per-call preparation and
-response building (cookie jars, hooks, redirects) cost more than half of a call's time on
-the client side, and a provider API uses none of them.
+A base URL reached directly (no proxy for it, no client certificate) is sent to through
+``runner.provider.wire``: a kept-alive connection per thread, answers parsed by httptools;
+the session gives its CA settings. Otherwise the session's adapter decides the connection
+pool (with its proxy and TLS settings) and the request goes out through that urllib3 pool
+directly. Either way requests' per-call preparation and response building (cookie jars,
+hooks, redirects) are left out: they cost more than half of a call's time on the client
+side, and a provider API uses none of them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from urllib.parse import quote, urlencode
 
 import requests
 import simplejson
-from urllib3 import HTTPConnectionPool, HTTPHeaderDict
+from urllib3 import HTTPConnectionPool
 from urllib3.exceptions import (
     ConnectTimeoutError,
     HTTPError,
@@ -40,6 +43,7 @@ from runner.errors import (
 )
 from runner.provider.auth import DEFAULT_BRAND, make_signer
 from runner.provider.errors import error_from_answer
+from runner.provider.wire import Headers, NoAnswer, Wire, tls_context
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
 
@@ -54,7 +58,7 @@ class Reply:
     """What came back from one exchange, whatever its status."""
 
     status_code: int
-    headers: HTTPHeaderDict
+    headers: Headers
     content: bytes
 
 
@@ -80,10 +84,12 @@ class ProviderClient:
         self.session = session or requests.Session()
         self.sign = make_signer(auth, api_key, api_secret, brand)
         self.timeout = timeout
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        connect, read = _seconds(timeout)
         self._timeout = Timeout(connect=connect, read=read)
         self.throttle: Callable[[], None] | None = None  # a provider-wide rate limit
         self._routed: tuple[HTTPConnectionPool, str, Any] | None = None
+        self._wire: Wire | None = None
+        self._direct: bool | None = None  # decided at the first call
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
@@ -117,17 +123,45 @@ class ProviderClient:
         if self.throttle is not None:
             self.throttle()
         query = "?" + urlencode(params, doseq=True) if params else ""
+        body = data.encode() if isinstance(data, str) else data
+        wire = self._wire if self._direct else self._wired()
+        if wire is not None:
+            try:
+                status, answered, content = wire.exchange(
+                    method, full_path + query, body, {**headers, **self.sign()})
+            except NoAnswer as exc:
+                raise _failed(exc, endpoint, external_id) from None
+            return Reply(status, answered, content)
         try:
             pool, prefix, retries = self._route()
             raw = pool.urlopen(
                 method, prefix + full_path + query,
-                body=data.encode() if isinstance(data, str) else data,
-                headers={**headers, **self.sign()}, redirect=False, assert_same_host=False,
-                preload_content=True, decode_content=True, retries=retries,
-                timeout=self._timeout)
+                body=body, headers={**headers, **self.sign()}, redirect=False,
+                assert_same_host=False, preload_content=True, decode_content=True,
+                retries=retries, timeout=self._timeout)
         except (HTTPError, OSError) as exc:
             raise _no_answer(exc, endpoint, external_id) from None
-        return Reply(raw.status, raw.headers, raw.data)
+        return Reply(raw.status, Headers((k.lower(), raw.headers[k]) for k in raw.headers),
+                     raw.data)
+
+    def close(self) -> None:
+        """Close the client's direct connections (the session's pools are the session's)."""
+        if self._wire is not None:
+            self._wire.close()
+
+    def _wired(self) -> Wire | None:
+        """The direct exchanges, when the session sends the base URL's calls straight to it
+        (no proxy for it, no client certificate): worked out at the first call."""
+        if self._direct is None:
+            session = self.session
+            proxied = requests.utils.select_proxy(self.base_url, session.proxies)
+            self._direct = not proxied and not session.cert and session.verify is not False
+            if self._direct:
+                tls = tls_context(True if session.verify is None else session.verify) \
+                    if self.base_url.startswith("https:") else None
+                connect, read = _seconds(self.timeout)
+                self._wire = Wire(self.base_url, connect, read, tls)
+        return self._wire
 
     def _route(self) -> tuple[HTTPConnectionPool, str, Any]:
         """The pool the session's adapter sends the base URL's calls through (with its proxy
@@ -175,8 +209,27 @@ class ProviderClient:
             page = int(following) if following else None
 
 
+def _seconds(timeout: float | tuple[float, float]) -> tuple[float, float]:
+    """The connect and read timeouts."""
+    return timeout if isinstance(timeout, tuple) else (timeout, timeout)
+
+
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
+
+
+def _failed(exc: NoAnswer, endpoint: str, external_id: str | None) -> ProviderConnectionError:
+    """Why a direct exchange got no answer (``runner.provider.wire``)."""
+    reason = type(exc.reason).__name__
+    if exc.kind == "timeout":
+        return ProviderTimeout("no answer in time", endpoint=endpoint, external_id=external_id)
+    if exc.kind == "untrusted":
+        detail = getattr(exc.reason, "verify_message", reason)
+        return ConnectionRefused(f"could not connect: the provider's TLS certificate is not "
+                                 f"trusted ({detail})", endpoint=endpoint,
+                                 external_id=external_id)
+    cls = ConnectionRefused if exc.kind == "refused" else ResponseLost
+    return cls(f"connection failed: {reason}", endpoint=endpoint, external_id=external_id)
 
 
 def _no_answer(exc: BaseException, endpoint: str, external_id: str | None
