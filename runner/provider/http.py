@@ -19,6 +19,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
@@ -46,6 +47,8 @@ from runner.provider.errors import error_from_answer
 from runner.provider.wire import Headers, NoAnswer, Wire, tls_context
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
+# One decoder for every answer (simplejson.loads with use_decimal builds one per call).
+read_json = simplejson.JSONDecoder(parse_float=Decimal).decode
 
 
 def ext(external_id: str) -> str:
@@ -68,7 +71,7 @@ class Answer:
     def __init__(self, response: Reply) -> None:
         self.status = response.status_code
         self.headers = response.headers
-        self.body: Any = (simplejson.loads(response.content, use_decimal=True)
+        self.body: Any = (read_json(response.content.decode())
                           if response.content else None)
 
 
@@ -107,7 +110,7 @@ class ProviderClient:
                              external_id=external_id)
         if not 200 <= response.status_code < 300:  # a redirect is not an answer either
             try:
-                parsed = simplejson.loads(response.content, use_decimal=True)
+                parsed = read_json(response.content.decode())
             except ValueError:
                 parsed = None
             raise error_from_answer(response.status_code, parsed, endpoint, external_id,
