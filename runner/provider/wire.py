@@ -58,17 +58,25 @@ class Headers(dict[str, str]):
 class _Answer:
     """The httptools callbacks of one answer: status line, headers and body."""
 
-    __slots__ = ("headers", "body", "complete")
+    __slots__ = ("headers", "body", "headed", "complete")
 
     def __init__(self) -> None:
         self.headers = Headers()
         self.body: list[bytes] = []
-        self.complete = False
+        self.headed = self.complete = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         seen = dict.get(self.headers, key)
         dict.__setitem__(self.headers, key, text if seen is None else f"{seen}, {text}")
+
+    def on_headers_complete(self) -> None:
+        self.headed = True
+
+    def until_closed(self) -> bool:
+        """Whether the body is what comes until the connection closes (no length given)."""
+        return self.headed and "content-length" not in self.headers and \
+            "transfer-encoding" not in self.headers
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
@@ -129,6 +137,8 @@ class Wire:
         while not answer.complete:
             data = sock.recv(_CHUNK)
             if not data:
+                if answer.until_closed():
+                    return parser.get_status_code(), answer.headers, b"".join(answer.body), False
                 raise ConnectionResetError("closed before a whole answer")
             parser.feed_data(data)
         closing = answer.headers.get("Connection", "").lower()
