@@ -318,6 +318,21 @@ def test_calls_keep_their_connection_and_open_another_once_the_provider_closed_i
     assert len(set(seen)) == 3
 
 
+def test_a_line_break_in_a_header_is_refused_before_anything_is_sent() -> None:
+    seen: list[str] = []
+
+    class Provider(Quiet):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            seen.append(self.path)
+
+    with serving(Provider) as url:
+        client = MoneyTransferClient(url, "key\r\nX-Injected: 1", SECRET, auth="hmac")
+        with pytest.raises(ValueError, match="control character"):
+            client.ping()
+        client.close()
+    assert seen == []
+
+
 @pytest.mark.parametrize("framing", ["chunked", "until closed"])
 def test_answers_chunked_or_read_until_the_connection_closes(framing: str) -> None:
     class Provider(Quiet):

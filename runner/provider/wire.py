@@ -17,6 +17,7 @@ connection, or the certificate is not trusted), ``timeout`` (sent, no answer in 
 from __future__ import annotations
 
 import os
+import re
 import select
 import socket
 import ssl
@@ -30,6 +31,7 @@ import httptools
 
 Failure = Literal["refused", "untrusted", "timeout", "lost"]
 _CHUNK = 65536
+_UNSAFE_TARGET = re.compile("[\x00-\x20\x7f]")
 
 
 class NoAnswer(Exception):
@@ -109,6 +111,9 @@ class Wire:
         """Send one request (``target``: path and query under the base URL's path) and read
         its whole answer: status, headers, body."""
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        if _UNSAFE_TARGET.search(target) or lines.count("\n") != len(headers) or \
+                lines.count("\r") != len(headers):  # as http.client refuses them
+            raise ValueError("a control character or space in the request line or a header")
         length = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         request = (f"{method} {self.prefix}{target} HTTP/1.1{self._head}{lines}{length}"
                    f"Accept-Encoding: identity\r\n\r\n").encode("latin-1")
