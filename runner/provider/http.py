@@ -44,7 +44,7 @@ from runner.errors import (
 )
 from runner.provider.auth import DEFAULT_BRAND, make_signer
 from runner.provider.errors import error_from_answer
-from runner.provider.wire import Headers, NoAnswer, Wire, tls_context
+from runner.provider.wire import Headers, Wire, tls_context
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
 # One decoder for every answer (simplejson.loads with use_decimal builds one per call).
@@ -129,12 +129,8 @@ class ProviderClient:
         body = data.encode() if isinstance(data, str) else data
         wire = self._wire if self._direct else self._wired()
         if wire is not None:
-            try:
-                status, answered, content = wire.exchange(
-                    method, full_path + query, body, {**headers, **self.sign()})
-            except NoAnswer as exc:
-                raise _failed(exc, endpoint, external_id) from None
-            return Reply(status, answered, content)
+            return Reply(*wire.exchange(method, full_path + query, body,
+                                        {**headers, **self.sign()}, endpoint, external_id))
         try:
             pool, prefix, retries = self._route()
             raw = pool.urlopen(
@@ -219,20 +215,6 @@ def _seconds(timeout: float | tuple[float, float]) -> tuple[float, float]:
 
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
-
-
-def _failed(exc: NoAnswer, endpoint: str, external_id: str | None) -> ProviderConnectionError:
-    """Why a direct exchange got no answer (``runner.provider.wire``)."""
-    reason = type(exc.reason).__name__
-    if exc.kind == "timeout":
-        return ProviderTimeout("no answer in time", endpoint=endpoint, external_id=external_id)
-    if exc.kind == "untrusted":
-        detail = getattr(exc.reason, "verify_message", reason)
-        return ConnectionRefused(f"could not connect: the provider's TLS certificate is not "
-                                 f"trusted ({detail})", endpoint=endpoint,
-                                 external_id=external_id)
-    cls = ConnectionRefused if exc.kind == "refused" else ResponseLost
-    return cls(f"connection failed: {reason}", endpoint=endpoint, external_id=external_id)
 
 
 def _no_answer(exc: BaseException, endpoint: str, external_id: str | None

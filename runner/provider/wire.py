@@ -9,9 +9,10 @@ The reason is CPU: at thousands of calls, http.client's parsing of every answer'
 else a call does on the client's side. TLS is always verified (the system's or the
 configured authorities, with host names checked).
 
-Failures are raised as ``NoAnswer`` with what is known: ``refused`` (nothing was sent: no
-connection, or the certificate is not trusted), ``timeout`` (sent, no answer in time) or
-``lost`` (sent, the connection failed before a whole answer).
+A call without a whole answer raises what is known of it (``runner.errors``):
+``ConnectionRefused`` when nothing was sent (no connection, or a certificate not trusted),
+``ProviderTimeout`` when no answer came in time, ``ResponseLost`` when the connection failed
+after sending.
 """
 
 from __future__ import annotations
@@ -29,18 +30,16 @@ from urllib.parse import urlsplit
 import certifi
 import httptools
 
+from runner.errors import (
+    ConnectionRefused,
+    ProviderConnectionError,
+    ProviderTimeout,
+    ResponseLost,
+)
+
 Failure = Literal["refused", "untrusted", "timeout", "lost"]
 _CHUNK = 65536
 _UNSAFE_TARGET = re.compile("[\x00-\x20\x7f]")
-
-
-class NoAnswer(Exception):
-    """The exchange got no whole answer; ``kind`` says whether the request may have left."""
-
-    def __init__(self, kind: Failure, reason: BaseException) -> None:
-        super().__init__(kind, type(reason).__name__)
-        self.kind = kind
-        self.reason = reason
 
 
 class Headers(dict[str, str]):
@@ -107,9 +106,11 @@ class Wire:
         weakref.finalize(self, _close_all, self._open)
 
     def exchange(self, method: str, target: str, body: bytes | None,
-                 headers: Mapping[str, str]) -> tuple[int, Headers, bytes]:
+                 headers: Mapping[str, str], endpoint: str, external_id: str | None
+                 ) -> tuple[int, Headers, bytes]:
         """Send one request (``target``: path and query under the base URL's path) and read
-        its whole answer: status, headers, body."""
+        its whole answer: status, headers, body. ``endpoint`` and ``external_id`` name the
+        call in its errors."""
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         if _UNSAFE_TARGET.search(target) or lines.count("\n") != len(headers) or \
                 lines.count("\r") != len(headers):  # as http.client refuses them
@@ -117,16 +118,16 @@ class Wire:
         length = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         request = (f"{method} {self.prefix}{target} HTTP/1.1{self._head}{lines}{length}"
                    f"Accept-Encoding: identity\r\n\r\n").encode("latin-1")
-        sock = self._connection()
+        sock = self._connection(endpoint, external_id)
         try:
             sock.sendall(request + body if body else request)
             status, headers_, content, keep = self._read(sock)
         except BaseException as exc:
             self._discard(sock)
             if isinstance(exc, TimeoutError):
-                raise NoAnswer("timeout", exc) from None
+                raise _no_answer("timeout", exc, endpoint, external_id) from None
             if isinstance(exc, OSError | httptools.HttpParserError):
-                raise NoAnswer("lost", exc) from None
+                raise _no_answer("lost", exc, endpoint, external_id) from None
             raise
         if keep:
             self._idle.append(sock)
@@ -151,7 +152,7 @@ class Wire:
                                        or closing == "keep-alive")
         return parser.get_status_code(), answer.headers, b"".join(answer.body), keep
 
-    def _connection(self) -> socket.socket:
+    def _connection(self, endpoint: str, external_id: str | None) -> socket.socket:
         """An idle connection still open, or a new one (nothing sent yet on failure)."""
         while self._idle:
             try:
@@ -161,25 +162,25 @@ class Wire:
             if not _dropped(sock):
                 return sock
             self._discard(sock)
-        sock = self._connect()
+        sock = self._connect(endpoint, external_id)
         self._open.add(sock)
         return sock
 
-    def _connect(self) -> socket.socket:
+    def _connect(self, endpoint: str, external_id: str | None) -> socket.socket:
         try:
             sock = socket.create_connection((self.host, self.port), self.connect_timeout)
         except OSError as exc:
-            raise NoAnswer("refused", exc) from None
+            raise _no_answer("refused", exc, endpoint, external_id) from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.tls is not None:
                 sock = self.tls.wrap_socket(sock, server_hostname=self.host)
         except ssl.SSLCertVerificationError as exc:
             sock.close()
-            raise NoAnswer("untrusted", exc) from None
+            raise _no_answer("untrusted", exc, endpoint, external_id) from None
         except OSError as exc:
             sock.close()
-            raise NoAnswer("refused", exc) from None
+            raise _no_answer("refused", exc, endpoint, external_id) from None
         sock.settimeout(self.read_timeout)
         return sock
 
@@ -197,6 +198,22 @@ def _close_all(sockets: set[socket.socket]) -> None:
     for sock in list(sockets):
         sockets.discard(sock)
         sock.close()
+
+
+def _no_answer(kind: Failure, reason: BaseException, endpoint: str, external_id: str | None
+               ) -> ProviderConnectionError:
+    """Why an exchange got no answer, as ``runner.errors`` says it (the reason's type, never
+    its text: it could echo a URL or a header)."""
+    if kind == "timeout":
+        return ProviderTimeout("no answer in time", endpoint=endpoint, external_id=external_id)
+    if kind == "untrusted":
+        detail = getattr(reason, "verify_message", type(reason).__name__)
+        return ConnectionRefused(f"could not connect: the provider's TLS certificate is not "
+                                 f"trusted ({detail})", endpoint=endpoint,
+                                 external_id=external_id)
+    cls = ConnectionRefused if kind == "refused" else ResponseLost
+    return cls(f"connection failed: {type(reason).__name__}", endpoint=endpoint,
+               external_id=external_id)
 
 
 def _dropped(sock: socket.socket) -> bool:
