@@ -140,10 +140,8 @@ class SqliteStore(LocalWorkers):
 
     def _run(self, *statements: Any) -> int:
         """Statement, parameters[, statement, parameters ...] in one transaction; the row id
-        the first statement inserted (if it is an INSERT).
-
-        What ``_transaction`` does, written out: this is every call's write, and the two
-        context managers' own cost is paid with the lock held."""
+        the first inserted (if an INSERT). ``_transaction`` written out: every call's write,
+        without two context managers' cost while the lock is held."""
         conn = self.db.conn
         with self.lock:
             try:
