@@ -59,7 +59,7 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
         try:
             yield provider
         finally:
-            provider.session.close()
+            provider.close()
         return
     from runner.sandbox import SandboxConfig, start_in_thread
 
@@ -79,7 +79,7 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
             try:
                 yield provider
             finally:
-                provider.session.close()
+                provider.close()
     finally:
         if journal.exists():  # the sandbox rewrites it when it stops
             journal.chmod(PRIVATE_FILE)

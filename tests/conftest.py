@@ -4,6 +4,7 @@ helpers to talk to it. Timings are shrunk so nothing waits for real more than mi
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -84,6 +85,18 @@ class Admin:
 
     def callbacks(self) -> Any:
         return body(self.api.get("/callbacks"))
+
+    def deliveries(self, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """The delivery log once it holds ``count`` entries and nothing waits: a delivery is
+        logged after its answer, so a receiver may see a request before the log does."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.callbacks()
+            log: list[dict[str, Any]] = seen["deliveries"]
+            if len(log) >= count and seen["pending"] == 0:
+                return log
+            assert time.monotonic() < deadline, f"{len(log)} of {count} deliveries logged"
+            time.sleep(0.005)
 
 
 def test_config(**overrides: Any) -> SandboxConfig:

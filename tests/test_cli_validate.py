@@ -419,7 +419,7 @@ def test_an_unreachable_provider_exits_75() -> None:
     result = validate("job.yaml")
     assert (result.exit_code, result.stdout) == (75, "")
     assert lines(result.stderr) == [
-        "error: connection failed: NewConnectionError (GET /v1/money-transfer/payers/1)"]
+        "error: connection failed: ConnectionRefusedError (GET /v1/money-transfer/payers/1)"]
 
 
 def test_wrong_credentials_exit_2(sandbox: RunningSandbox) -> None:

@@ -254,7 +254,7 @@ def test_an_unreachable_provider_exits_75_and_a_later_run_pays(
         port = int(s.getsockname()[1])
     job = write_job(tmp_path, f"http://127.0.0.1:{port}")
     assert runner("run", job, state) == (75, [], [
-        "error: connection failed: NewConnectionError (GET /v1/money-transfer/payers/1)"])
+        "error: connection failed: ConnectionRefusedError (GET /v1/money-transfer/payers/1)"])
     sb = sandbox_factory(submit_delay=0, complete_delay=0, port=port)
     assert runner("run", job, state) == (0, [f"{JOB_NAME}: 3 items: 3 settled",
                                              "  EUR: sent 60.00, fees 4.50"], [])

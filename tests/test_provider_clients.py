@@ -281,6 +281,82 @@ def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
         assert (caught.value.status, caught.value.retry) == (307, Retry.UNSAFE)
 
 
+def test_calls_keep_their_connection_and_open_another_once_the_provider_closed_it() -> None:
+    """One connection serves call after call; a connection the provider closed, whether it
+    said so (Connection: close) or not, is not written to again: the next call opens one."""
+    seen: list[int] = []  # the client's port of each call
+
+    class Provider(Quiet):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            seen.append(self.client_address[1])
+            answer = b'{"status": "up", "n": %d}' % len(seen)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            if len(seen) == 3:
+                self.send_header("Connection", "close")
+            self.close_connection = len(seen) in (3, 5)  # the 5th closes without a word
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def handle(self) -> None:
+            super().handle()
+            if len(seen) == 5:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                closed.set()
+
+    closed = threading.Event()
+    with serving(Provider) as url:
+        client = MoneyTransferClient(url, KEY, SECRET)
+        answers = [client.ping()["n"] for _ in range(5)]
+        assert closed.wait(30)
+        answers += [client.ping()["n"] for _ in range(2)]
+        client.close()
+    assert answers == [1, 2, 3, 4, 5, 6, 7]
+    assert len(set(seen[:3])) == 1 and len(set(seen[3:5])) == 1 and len(set(seen[5:])) == 1
+    assert len(set(seen)) == 3
+
+
+def test_a_line_break_in_a_header_is_refused_before_anything_is_sent() -> None:
+    seen: list[str] = []
+
+    class Provider(Quiet):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            seen.append(self.path)
+
+    with serving(Provider) as url:
+        client = MoneyTransferClient(url, "key\r\nX-Injected: 1", SECRET, auth="hmac")
+        with pytest.raises(ValueError, match="control character"):
+            client.ping()
+        client.close()
+    assert seen == []
+
+
+@pytest.mark.parametrize("framing", ["chunked", "until closed"])
+def test_answers_chunked_or_read_until_the_connection_closes(framing: str) -> None:
+    class Provider(Quiet):
+        protocol_version = "HTTP/1.1" if framing == "chunked" else "HTTP/1.0"
+
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if framing == "chunked":
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for part in (b'{"status": "up", ', b'"amount": 0.10}'):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.write(b"0\r\n\r\n")
+            else:
+                self.end_headers()
+                self.wfile.write(b'{"status": "up", "amount": 0.10}')
+
+    with serving(Provider) as url:
+        client = MoneyTransferClient(url, KEY, SECRET)
+        assert [client.ping(), client.ping()] == [{"status": "up", "amount": Decimal("0.10")}] * 2
+        client.close()
+
+
 def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
     """A forward proxy (plain HTTP) sees each call's absolute URL and relays it; the answers
     and the errors are the provider's, as without a proxy."""

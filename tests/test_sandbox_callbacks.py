@@ -43,13 +43,6 @@ def wait_until(check: Callable[[], Any], timeout: float = WAIT) -> Any:
     return result
 
 
-def deliveries(admin: Admin, count: int) -> list[dict[str, Any]]:
-    """The sandbox's delivery log once it holds ``count`` entries and nothing waits."""
-    def done() -> list[dict[str, Any]] | None:
-        seen = admin.callbacks()
-        log: list[dict[str, Any]] = seen["deliveries"]
-        return log if len(log) >= count and seen["pending"] == 0 else None
-    return wait_until(done)  # type: ignore[no-any-return]
 
 
 def transaction(api: Api, name: str, callback_url: str | None,
@@ -132,7 +125,7 @@ def test_no_callback_without_callback_url(api: Api, admin: Admin, receiver: Rece
     got = receiver.wait_for(3)
     assert {g.json["external_id"] for g in got} == {"t-with-url"}
     assert receiver.stays_at(3, 0.05)
-    assert [d["status"] for d in deliveries(admin, 3)] == ["20000", "50000", "70000"]
+    assert [d["status"] for d in admin.deliveries(3)] == ["20000", "50000", "70000"]
 
 
 def test_merchant_payments_send_callbacks(api: Api, admin: Admin, receiver: Receiver) -> None:
@@ -183,7 +176,7 @@ def test_failed_deliveries_are_retried_until_accepted(
     assert len({g.headers["x-svc-nonce"] for g in got}) == 3  # each attempt signed afresh
     for g in got:
         assert_signed(g)
-    log = deliveries(admin, 3)
+    log = admin.deliveries(3)
     assert [(d["status"], d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
         [("20000", 1, 500, False), ("20000", 2, 500, False), ("20000", 3, 200, True)]
     assert all(d["url"] == receiver.url("/callbacks") for d in log)
@@ -198,7 +191,7 @@ def test_a_redirect_is_not_a_delivery(api: Api, admin: Admin,
     got = receiver.wait_for(3)
     assert [g.path for g in got] == ["/callbacks"] * 3  # never re-sent to the new location
     assert receiver.gets == []
-    log = deliveries(admin, 3)
+    log = admin.deliveries(3)
     assert [(d["attempt"], d["http_status"], d["delivered"]) for d in log] == \
         [(1, 302, False), (2, 307, False), (3, 200, True)]
 
@@ -211,7 +204,7 @@ def test_retries_stop_after_the_configured_attempts(
     t = transaction(api, "1", receiver.url("/callbacks"))
     confirm(api, f"{MT}/transactions/{t['id']}")
     receiver.wait_for(3)
-    deliveries(admin, 3)
+    admin.deliveries(3)
     # a fourth attempt would come 0.02 s after the third: watch well past that
     assert receiver.stays_at(3, 0.15)
     log = admin.callbacks()["deliveries"]
@@ -249,7 +242,7 @@ def test_unreachable_receiver_is_retried_and_logged(
     api, admin = clients(sandbox_factory(callback_attempts=3, callback_spacing=0.005))
     t = transaction(api, "1", url)
     confirm(api, f"{MT}/transactions/{t['id']}")
-    log = deliveries(admin, 3)
+    log = admin.deliveries(3)
     assert [(d["url"], d["status"], d["attempt"], d["delivered"]) for d in log] == \
         [(url, "20000", n, False) for n in (1, 2, 3)]
     for d in log:

@@ -595,7 +595,7 @@ def test_every_status_change_is_a_bare_ping(
     assert receiver.stays_at(3, 0.05)
     done(api, "o-1", "charges", "60.00")
     receiver.wait_for(4)
-    log = admin.callbacks()["deliveries"]
+    log = admin.deliveries(4)
     statuses = [entry["status"].split()[1] for entry in log]
     assert statuses == ["Created", "Payment_In_Progress", "Authorized", "Charged"]
     assert all(entry["delivered"] and entry["attempt"] == 1 for entry in log)
@@ -613,7 +613,7 @@ def test_a_ping_not_answered_2xx_is_repeated_twice(
     assert got[1].at - got[0].at >= 0.03 and got[2].at - got[1].at >= 0.06
     assert failing.stays_at(3, 0.15)  # two repeats at most
     assert len(late.wait_for(2)) == 2 and late.stays_at(2, 0.05)  # answered 200: done
-    log = [e for e in admin.callbacks()["deliveries"] if e["url"] == failing.url()]
+    log = [e for e in admin.deliveries(5) if e["url"] == failing.url()]
     assert [(e["attempt"], e["http_status"], e["delivered"]) for e in log] == [
         (1, 500, False), (2, 503, False), (3, 500, False)]
 

@@ -321,7 +321,7 @@ def test_server_notification_url_gets_a_bare_ping(
     returned(send(sb, request_of("n-2", urls={"ServerNotificationUrl": failing.url()})), 200,
              1000)
     assert len(failing.wait_for(3)) == 3 and failing.stays_at(3, 0.15)
-    statuses = [e["status"] for e in Admin(sb.url).callbacks()["deliveries"]]
+    statuses = [e["status"] for e in Admin(sb.url).deliveries(5)]
     assert [s.split()[1] for s in statuses[:2]] == ["Authorized", "Cancelled"]
 
 

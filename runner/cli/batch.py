@@ -4,7 +4,9 @@ sent to the provider (reconcile only reads it)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -123,23 +125,49 @@ def report(job: Path, fmt: str, output: Path | None, email: bool,
       runner report jobs/payroll.yaml --format html --output payroll.html
     """
     from runner.job import load_job
-    from runner.summary import check_summary, email_summary, load_summary, render_all
+    from runner.summary import check_summary, email_summary, reading, render_all, summary_of
+    from runner.summary.reports import csv_name, write_items
 
     loaded = load_job(job)
     if email and (loaded.summary is None or loaded.summary.email is None):
         raise click.UsageError(f"{job} has no summary.email to send with")
     templates = check_summary(loaded)
-    rendered = render_all(load_summary(loaded, state_path_of(state)), templates)
-    content = {"text": rendered.text, "html": rendered.html, "csv": rendered.csv,
-               "json": simplejson.dumps(rendered.summary.as_dict(), indent=2, use_decimal=True)
-               + "\n"}[fmt]
+    with reading(loaded, state_path_of(state)) as store, \
+            tempfile.TemporaryDirectory() as scratch:
+        summary = summary_of(loaded, store)
+        if fmt == "csv" or email:  # every item, streamed from the state to a file
+            csv_file = Path(scratch) / csv_name(summary)
+            write_items(summary, csv_file, store)
+        if fmt == "csv":
+            _copy_out(csv_file, output)
+        else:
+            rendered = render_all(summary, templates, Path(scratch) / "none.csv")
+            content = {"text": rendered.text, "html": rendered.html,
+                       "json": simplejson.dumps(summary.as_dict(), indent=2, use_decimal=True)
+                       + "\n"}[fmt]
+            _echo_out(content, output)
+        if email:
+            sent = email_summary(loaded, render_all(summary, templates, csv_file))
+            click.echo(f"emailed to {', '.join(sent)}", err=True)
+
+
+def _echo_out(content: str, output: Path | None) -> None:
     if output is None:
         click.echo(content, nl=False)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(content, encoding="utf-8", newline="")
-    if email:
-        click.echo(f"emailed to {', '.join(email_summary(loaded, rendered))}", err=True)
+
+
+def _copy_out(source: Path, output: Path | None) -> None:
+    """The file ``source`` to ``output``, or to stdout, a block at a time."""
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, output)
+        return
+    with source.open(encoding="utf-8", newline="") as read:
+        while block := read.read(1 << 16):
+            click.echo(block, nl=False)
 
 
 @click.command()

@@ -38,6 +38,12 @@ class Provider:
         return (self.money_transfer, self.merchant_payment, self.collection, self.accounts,
                 self.onboarding, self.legacy)
 
+    def close(self) -> None:
+        """Close every connection the clients and their session hold."""
+        for client in self.clients:
+            client.close()
+        self.session.close()
+
 
 def session_for(base_url: str, pool: int) -> requests.Session:
     """A pooled session whose proxy and CA settings are read from the environment once, not

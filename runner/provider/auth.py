@@ -10,10 +10,9 @@ verifies with the same ``digest_signature``, and signs its callbacks with ``dige
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
+import os
 import time
-import uuid
 from collections.abc import Callable
 from email.utils import formatdate
 
@@ -24,15 +23,42 @@ DEFAULT_BRAND = "Svc"
 
 
 def digest_signature(api_key: str, api_secret: str, nonce: str, date: str) -> str:
-    message = f"{api_key}{nonce}{date}".encode()
-    digest = hmac.new(api_secret.encode(), message, hashlib.sha256).digest()
+    digest = hmac.digest(api_secret.encode(), f"{api_key}{nonce}{date}".encode(), "sha256")
     return base64.b64encode(digest).decode("ascii")
 
 
 def new_nonce(now: float) -> str:
     # Unix seconds as real clients send, plus a random part: unique per request even when
     # many threads or processes sign within the same second (the provider refuses reuse).
-    return f"{int(now)}-{uuid.uuid4().hex}"
+    return f"{int(now)}-{os.urandom(16).hex()}"
+
+
+class DigestSigner:
+    """The digest headers of one request after another: a fresh nonce and signature each
+    time, the key's bytes and the names worked out once, the Date once a second."""
+
+    def __init__(self, api_key: str, api_secret: str, brand: str = DEFAULT_BRAND,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.api_key = api_key
+        self._secret = api_secret.encode()
+        self.clock = clock
+        self._names = (f"X-{brand}-apikey", f"X-{brand}-nonce", f"X-{brand}-hmac")
+        self._date = (-1, "")  # (second, its HTTP date): replaced whole, so thread-safe
+
+    def __call__(self) -> dict[str, str]:
+        now = self.clock()
+        second, date = self._date
+        if second != int(now):
+            second, date = int(now), formatdate(int(now), usegmt=True)
+            self._date = (second, date)
+        nonce = new_nonce(now)
+        digest = hmac.digest(self._secret, f"{self.api_key}{nonce}{date}".encode(), "sha256")
+        apikey, nonce_name, hmac_name = self._names
+        return {apikey: self.api_key, nonce_name: nonce,
+                hmac_name: base64.b64encode(digest).decode("ascii"), "Date": date}
+
+    def __repr__(self) -> str:
+        return f"DigestSigner(api_key={self.api_key!r})"
 
 
 def digest_headers(
@@ -41,15 +67,7 @@ def digest_headers(
     brand: str = DEFAULT_BRAND,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, str]:
-    now = clock()
-    nonce = new_nonce(now)
-    date = formatdate(now, usegmt=True)
-    return {
-        f"X-{brand}-apikey": api_key,
-        f"X-{brand}-nonce": nonce,
-        f"X-{brand}-hmac": digest_signature(api_key, api_secret, nonce, date),
-        "Date": date,
-    }
+    return DigestSigner(api_key, api_secret, brand, clock)()
 
 
 class DigestAuth(AuthBase):
@@ -83,7 +101,7 @@ def make_signer(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT
         basic = {"Authorization": f"Basic {pair}"}
         return lambda: basic
     if scheme == "hmac":
-        return lambda: digest_headers(api_key, api_secret, brand)
+        return DigestSigner(api_key, api_secret, brand)
     raise ValueError(f"unknown auth scheme {scheme!r} (expected basic or hmac)")
 
 

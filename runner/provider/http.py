@@ -5,10 +5,13 @@ Clients take their base URL, credentials, auth scheme and ``requests.Session`` a
 (no module globals), so tests and the engine decide pooling, proxies, timeouts and TLS. TLS
 verification is left on, always.
 
-The session's adapter decides the connection pool (with its proxy and TLS settings) and the
-request goes out through that urllib3 pool directly: requests' per-call preparation and
-response building (cookie jars, hooks, redirects) cost more than half of a call's time on
-the client side, and a provider API uses none of them.
+A base URL reached directly (no proxy for it, no client certificate) is sent to through
+``runner.provider.wire``: a kept-alive connection per thread, answers parsed by httptools;
+the session gives its CA settings. Otherwise the session's adapter decides the connection
+pool (with its proxy and TLS settings) and the request goes out through that urllib3 pool
+directly. Either way requests' per-call preparation and response building (cookie jars,
+hooks, redirects) are left out: they cost more than half of a call's time on the client
+side, and a provider API uses none of them.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
 import requests
 import simplejson
-from urllib3 import HTTPConnectionPool, HTTPHeaderDict
+from urllib3 import HTTPConnectionPool
 from urllib3.exceptions import (
     ConnectTimeoutError,
     HTTPError,
@@ -40,8 +44,11 @@ from runner.errors import (
 )
 from runner.provider.auth import DEFAULT_BRAND, make_signer
 from runner.provider.errors import error_from_answer
+from runner.provider.wire import Headers, Wire, tls_context
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
+# One decoder for every answer (simplejson.loads with use_decimal builds one per call).
+read_json = simplejson.JSONDecoder(parse_float=Decimal).decode
 
 
 def ext(external_id: str) -> str:
@@ -54,7 +61,7 @@ class Reply:
     """What came back from one exchange, whatever its status."""
 
     status_code: int
-    headers: HTTPHeaderDict
+    headers: Headers
     content: bytes
 
 
@@ -64,7 +71,7 @@ class Answer:
     def __init__(self, response: Reply) -> None:
         self.status = response.status_code
         self.headers = response.headers
-        self.body: Any = (simplejson.loads(response.content, use_decimal=True)
+        self.body: Any = (read_json(response.content.decode())
                           if response.content else None)
 
 
@@ -80,10 +87,12 @@ class ProviderClient:
         self.session = session or requests.Session()
         self.sign = make_signer(auth, api_key, api_secret, brand)
         self.timeout = timeout
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        connect, read = _seconds(timeout)
         self._timeout = Timeout(connect=connect, read=read)
         self.throttle: Callable[[], None] | None = None  # a provider-wide rate limit
         self._routed: tuple[HTTPConnectionPool, str, Any] | None = None
+        self._wire: Wire | None = None
+        self._direct: bool | None = None  # decided at the first call
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
@@ -101,7 +110,7 @@ class ProviderClient:
                              external_id=external_id)
         if not 200 <= response.status_code < 300:  # a redirect is not an answer either
             try:
-                parsed = simplejson.loads(response.content, use_decimal=True)
+                parsed = read_json(response.content.decode())
             except ValueError:
                 parsed = None
             raise error_from_answer(response.status_code, parsed, endpoint, external_id,
@@ -117,17 +126,41 @@ class ProviderClient:
         if self.throttle is not None:
             self.throttle()
         query = "?" + urlencode(params, doseq=True) if params else ""
+        body = data.encode() if isinstance(data, str) else data
+        wire = self._wire if self._direct else self._wired()
+        if wire is not None:
+            return Reply(*wire.exchange(method, full_path + query, body,
+                                        {**headers, **self.sign()}, endpoint, external_id))
         try:
             pool, prefix, retries = self._route()
             raw = pool.urlopen(
                 method, prefix + full_path + query,
-                body=data.encode() if isinstance(data, str) else data,
-                headers={**headers, **self.sign()}, redirect=False, assert_same_host=False,
-                preload_content=True, decode_content=True, retries=retries,
-                timeout=self._timeout)
+                body=body, headers={**headers, **self.sign()}, redirect=False,
+                assert_same_host=False, preload_content=True, decode_content=True,
+                retries=retries, timeout=self._timeout)
         except (HTTPError, OSError) as exc:
             raise _no_answer(exc, endpoint, external_id) from None
-        return Reply(raw.status, raw.headers, raw.data)
+        return Reply(raw.status, Headers((k.lower(), raw.headers[k]) for k in raw.headers),
+                     raw.data)
+
+    def close(self) -> None:
+        """Close the client's direct connections (the session's pools are the session's)."""
+        if self._wire is not None:
+            self._wire.close()
+
+    def _wired(self) -> Wire | None:
+        """The direct exchanges, when the session sends the base URL's calls straight to it
+        (no proxy for it, no client certificate): worked out at the first call."""
+        if self._direct is None:
+            session = self.session
+            proxied = requests.utils.select_proxy(self.base_url, session.proxies)
+            self._direct = not proxied and not session.cert and session.verify is not False
+            if self._direct:
+                tls = tls_context(True if session.verify is None else session.verify) \
+                    if self.base_url.startswith("https:") else None
+                connect, read = _seconds(self.timeout)
+                self._wire = Wire(self.base_url, connect, read, tls)
+        return self._wire
 
     def _route(self) -> tuple[HTTPConnectionPool, str, Any]:
         """The pool the session's adapter sends the base URL's calls through (with its proxy
@@ -173,6 +206,11 @@ class ProviderClient:
             yield from answer.body
             following = answer.headers.get("X-Next-Page")
             page = int(following) if following else None
+
+
+def _seconds(timeout: float | tuple[float, float]) -> tuple[float, float]:
+    """The connect and read timeouts."""
+    return timeout if isinstance(timeout, tuple) else (timeout, timeout)
 
 
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TextIO
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
@@ -30,8 +31,13 @@ def private_file(path: Path) -> None:
         pass
 
 
+def open_private(path: Path) -> TextIO:
+    """``path`` opened to be written (UTF-8, line ends as they are); a new file is private."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    return open(descriptor, "w", encoding="utf-8", newline="")
+
+
 def write_private(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8, line ends as they are) to ``path``; a new file is private."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with open(descriptor, "w", encoding="utf-8", newline="") as stream:
+    with open_private(path) as stream:
         stream.write(text)

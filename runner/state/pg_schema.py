@@ -22,7 +22,7 @@ from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
 from runner.state.opening import _expected
-from runner.state.sqlite_schema import MIGRATION_0007
+from runner.state.sqlite_schema import MIGRATION_0008
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 from runner.state.store import now_iso
 
@@ -81,7 +81,10 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN inputs text",
         "ALTER TABLE runs ADD COLUMN lines text",
     ),
-    "0007_plan_passes_rest_workers": MIGRATION_0007,  # the same statements as SQLite's
+    "0007_items_job_row": (
+        "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
+    ),
+    "0008_plan_passes_rest_workers": MIGRATION_0008,  # the same statements as SQLite's
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

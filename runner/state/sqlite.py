@@ -140,12 +140,25 @@ class SqliteStore(LocalPasses):
 
     def _run(self, *statements: Any) -> int:
         """Statement, parameters[, statement, parameters ...] in one transaction; the row id
-        the first statement inserted (if it is an INSERT)."""
-        with self._transaction() as conn:
-            first = None
-            for sql, params in zip(statements[::2], statements[1::2], strict=True):
-                cursor = conn.execute(sql, params)
-                first = cursor.lastrowid if first is None else first
+        the first inserted (if an INSERT). ``_transaction`` written out: every call's write,
+        without two context managers' cost while the lock is held."""
+        conn = self.db.conn
+        with self.lock:
+            try:
+                conn.execute("BEGIN")
+                try:
+                    first = conn.execute(statements[0], statements[1]).lastrowid
+                    for at in range(2, len(statements), 2):
+                        conn.execute(statements[at], statements[at + 1])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:  # a full disk may have rolled it back already
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.DatabaseError as exc:
+                if type(exc) not in (sqlite3.DatabaseError, sqlite3.OperationalError):
+                    raise
+                raise state_error(exc, self.location) from exc
         return int(first or 0)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -297,6 +310,22 @@ class SqliteStore(LocalPasses):
     def items(self, job_name: str) -> Iterator[ItemRecord]:
         rows = self._rows("SELECT * FROM items WHERE job_name = ? ORDER BY row", [job_name])
         return (ItemRecord.from_row(r) for r in rows)
+
+    def item_pages(self, job_name: str, answered: str, size: int = 500
+                   ) -> Iterator[list[tuple[ItemRecord, str | None]]]:
+        after: list[Any] = []
+        while True:
+            rows = self._rows(
+                "SELECT i.*, (SELECT max(a.finished_at) FROM attempts a WHERE a.external_id "
+                "= i.external_id AND a.step = ? AND a.result = 'ok') AS answered_at FROM "
+                "items i WHERE i.job_name = ?" + (" AND (i.row > ? OR (i.row = ? AND "
+                "i.external_id > ?))" if after else "") +
+                " ORDER BY i.row, i.external_id LIMIT ?", [answered, job_name, *after, size])
+            if rows:
+                yield [(ItemRecord.from_row(r), r["answered_at"]) for r in rows]
+            if len(rows) < size:
+                return
+            after = [rows[-1]["row"], rows[-1]["row"], rows[-1]["external_id"]]
 
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}

@@ -89,17 +89,24 @@ def _inputs(db: Database) -> None:
     db.table("runs").add_column("lines", str)
 
 
-@migrations(name="0007_plan_passes_rest_workers")
+@migrations(name="0007_items_job_row")
+def _job_rows(db: Database) -> None:
+    # A job's items read in row order a page at a time (the summary of a batch of any
+    # size): each page a range of this index, not a sort of the whole batch.
+    db.table("items").create_index(["job_name", "row"])
+
+
+@migrations(name="0008_plan_passes_rest_workers")
 def _passes(db: Database) -> None:
     # A run streams its items (runner.engine.pages): the plan is staged before anything is
     # recorded, each phase is a pass over the job's items in pages (its cursor shared by
     # the workers), the estimated cost of the items not yet confirmed is kept per balance,
     # and, with a shared state, each worker past the first holds a lease of its own.
-    for sql in MIGRATION_0007:
+    for sql in MIGRATION_0008:
         db.execute(sql)
 
 
-MIGRATION_0007 = (
+MIGRATION_0008 = (
     "CREATE TABLE plan_items (job_name text, external_id text, row bigint, action text, "
     "ref text, fingerprint text, changed bigint, summary text, balance text, cost text, "
     "why text, PRIMARY KEY (job_name, external_id))",
@@ -110,7 +117,6 @@ MIGRATION_0007 = (
     "PRIMARY KEY (job_name, balance))",
     "CREATE TABLE worker_leases (token text PRIMARY KEY, job_name text, run_id bigint, "
     "host text, pid bigint, heartbeat_at double precision)",
-    "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
     "CREATE INDEX idx_items_claims ON items (job_name, claim_expires) "
     "WHERE claimed_by IS NOT NULL",
 )

@@ -156,6 +156,13 @@ class StateStore(ABC):
         """The job's items in row order."""
 
     @abstractmethod
+    def item_pages(self, job_name: str, answered: str, size: int = 500
+                   ) -> Iterator[list[tuple[ItemRecord, str | None]]]:
+        """The job's items in row order, ``size`` at a time (a read of a batch of any size
+        that never holds it all), each with when the provider answered its latest
+        ``answered`` call (``confirm``: when it was confirmed; None: never)."""
+
+    @abstractmethod
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         """external_id -> the job holding it, for those of ``external_ids`` in the state."""
 

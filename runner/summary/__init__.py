@@ -5,8 +5,9 @@ CSV, written under the state folder's ``reports/`` and emailed (the job's ``summ
 ``totals``; ``status`` gives its terminal lines); ``amounts`` writes money as accountants
 do; ``render``
 runs the Jinja templates (the job's, then the built-in ones in ``templates/``); ``items_csv``
-writes the full list; ``mail`` sends it; ``reports`` ties them together for the end of a run
-(once per change) and for ``runner report``.
+writes the full list as it streams from the state; ``tally`` adds a batch up item by item,
+holding the first items of each list; ``mail`` sends it; ``reports`` ties them together for
+the end of a run (once per change) and for ``runner report``.
 """
 
 from runner.summary.model import Summary, build_summary
@@ -17,6 +18,7 @@ from runner.summary.reports import (
     conclude,
     email_summary,
     load_summary,
+    reading,
     render_all,
     summary_of,
 )
@@ -32,6 +34,7 @@ __all__ = [
     "conclude",
     "email_summary",
     "load_summary",
+    "reading",
     "render_all",
     "status_lines",
     "summary_of",

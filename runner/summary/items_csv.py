@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Protocol
 
 from runner.summary.amounts import plain_amount
 from runner.summary.model import ItemLine, Summary
+
+
+class SupportsWrite(Protocol):
+    def write(self, text: str, /) -> object: ...
 
 COLUMNS = ("external_id", "row", "state", "beneficiary", "identifier", "payer_id", "step",
            "status_code", "status_name", "source_currency", "source_amount", "fee",
@@ -33,12 +39,21 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def items_csv(summary: Summary) -> str:
+    """The CSV as text (a small batch; the reports stream it with ``write_csv``)."""
     out = io.StringIO()
+    write_csv(out, summary.lines())
+    return out.getvalue()
+
+
+def write_csv(out: SupportsWrite, items: Iterable[ItemLine]) -> int:
+    """Write ``items`` to ``out`` as they come, one row each; how many."""
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(COLUMNS)
-    for item in summary.items:
+    n = 0
+    for item in items:
         writer.writerow([_cell(item, column) for column in COLUMNS])
-    return out.getvalue()
+        n += 1
+    return n
 
 
 def _cell(item: ItemLine, column: str) -> str:

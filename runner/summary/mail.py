@@ -1,5 +1,7 @@
 """The summary by email through smtplib: the text and HTML parts as alternatives of one
-message, the full CSV attached.
+message, the full CSV attached while it is at most ATTACH_LIMIT bytes (a bigger one stays on
+disk, where the summary's "Full list of items" line points: mail servers refuse messages of
+10 to 25 MB, and the message is built in memory).
 
 STARTTLS (the default), implicit TLS, or plain SMTP to a server on this machine (the job
 model refuses plain SMTP elsewhere). The server's certificate is always verified, against
@@ -22,6 +24,8 @@ from runner.job.model import Email, Smtp
 from runner.summary.model import Summary
 
 log = logging.getLogger("runner")
+#: The biggest CSV attached (bytes); base64 makes it a third bigger in the message.
+ATTACH_LIMIT = 8 << 20
 
 
 def should_send(email: Email, summary: Summary) -> bool:
@@ -33,7 +37,7 @@ def should_send(email: Email, summary: Summary) -> bool:
 
 
 def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
-            csv_text: str, csv_name: str) -> EmailMessage:
+            csv_file: Path, csv_name: str) -> EmailMessage:
     message = EmailMessage()
     message["Subject"] = subject
     message["From"] = email.from_
@@ -44,7 +48,13 @@ def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
     message["Message-ID"] = make_msgid(domain=email.from_.rpartition("@")[2])
     message.set_content(text)
     message.add_alternative(html, subtype="html")
-    message.add_attachment(csv_text, subtype="csv", filename=csv_name)
+    size = csv_file.stat().st_size
+    if size <= ATTACH_LIMIT:
+        message.add_attachment(csv_file.read_text(encoding="utf-8"), subtype="csv",
+                               filename=csv_name)
+    else:
+        log.info("the list of items (%.1f MB) is not attached: over %d MB; the summary says "
+                 "where it is", size / 1e6, ATTACH_LIMIT >> 20)
     return message
 
 

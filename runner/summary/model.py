@@ -20,12 +20,9 @@ the job's credentials and of card numbers (``Scrubber``).
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from runner.kinds import kind_named
@@ -33,21 +30,18 @@ from runner.state import Approval, RunRecord, StateStore
 from runner.summary.amounts import money_text
 from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
 from runner.summary.lines import Scrubber as Scrubber
-from runner.summary.totals import MONEY, CurrencyTotal, Rate, rates_of, totals_of
+from runner.summary.tally import LIST_LIMIT, PROBLEMS, REVIEW, STATES, Listed, Tally
+from runner.summary.totals import CurrencyTotal, Rate
 
-STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
-          "conflict", "unknown", "in_doubt")
-# The states that make a run exit 1: an item that did not end well, or may not have.
-PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
-REVIEW = ("conflict", "unknown", "in_doubt")
 # Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
 # pay (nothing was paid), and `runner status` while items are still on their way.
 FUNDS_SHORT = 4
 PENDING = 5
-# Each list a person reads shows this many items at most; the CSV has them all.
-LIST_LIMIT = 50
 
-__all__ = ["CurrencyTotal", "Detail", "Instruction", "ItemLine", "Rate", "Scrubber"]
+__all__ = ["LIST_LIMIT", "PROBLEMS", "REVIEW", "STATES", "CurrencyTotal", "Detail",
+           "Instruction", "ItemLine", "Listed", "Rate", "Scrubber"]
+# Reads the job's items again, in row order, from an open store (for the CSV).
+Reader = Callable[[StateStore], Iterator[ItemLine]]
 
 
 @dataclass(frozen=True)
@@ -71,9 +65,12 @@ class RunTimes:
 
 @dataclass
 class Summary:
+    """``items`` and the lists hold their first ``limit`` items and count every one
+    (``tally.Listed``); ``lines`` reads them all again from the state, for the CSV."""
+
     job: str
     run: RunTimes | None
-    items: list[ItemLine]
+    items: Listed | Sequence[ItemLine]  # a Listed once made
     totals: list[CurrencyTotal]
     counts: dict[str, int]
     refused: list[tuple[str, str]] = field(default_factory=list)
@@ -84,35 +81,57 @@ class Summary:
     rates: list[Rate] = field(default_factory=list)
     commit_step: str = "confirm"  # the call that moves money, for the run history
     limit: int = LIST_LIMIT
+    tally: Tally | None = field(default=None, repr=False, compare=False)
+    reader: Reader | None = field(default=None, repr=False, compare=False)
+    store: StateStore | None = field(default=None, repr=False, compare=False)
 
-    def _of(self, *states: str) -> list[ItemLine]:
-        return [i for i in self.items if i.state in states]
-
-    @property
-    def failed(self) -> list[ItemLine]:
-        return self._of("failed", "refused")
-
-    @property
-    def needs_person(self) -> list[ItemLine]:
-        return self._of(*REVIEW)
-
-    @property
-    def pending(self) -> list[ItemLine]:
-        return self._of("pending")
+    def __post_init__(self) -> None:
+        if self.tally is None:  # made from a list of lines (an empty summary, a test)
+            self.tally = Tally(self.limit)
+            for line in self.items:
+                self.tally.add(line)
+        self.items = self.tally.items
 
     @property
-    def awaiting_confirm(self) -> list[ItemLine]:
-        return self._of("awaiting_confirm")
+    def _tally(self) -> Tally:
+        assert self.tally is not None
+        return self.tally
+
+    def lines(self, store: StateStore | None = None) -> Iterator[ItemLine]:
+        """Every item, in row order, read again from ``store`` (by default the one the
+        summary was built from, which must still be open), never all held at once."""
+        if self.reader is None:
+            yield from self._tally.items
+            return
+        source = store or self.store
+        assert source is not None
+        yield from self.reader(source)
 
     @property
-    def with_details(self) -> list[ItemLine]:
+    def failed(self) -> Listed:
+        return self._tally.failed
+
+    @property
+    def needs_person(self) -> Listed:
+        return self._tally.needs_person
+
+    @property
+    def pending(self) -> Listed:
+        return self._tally.pending
+
+    @property
+    def awaiting_confirm(self) -> Listed:
+        return self._tally.awaiting_confirm
+
+    @property
+    def with_details(self) -> Listed:
         """Items the provider gave details for (QR code, instructions, payment URL ...)."""
-        return [i for i in self.items if i.details]
+        return self._tally.with_details
 
     @property
     def unpriced(self) -> int:
         """Items not settled whose amount the provider has not stated yet (not quoted)."""
-        return sum(1 for i in self.items if i.state != "settled" and i.source_amount is None)
+        return self._tally.unpriced
 
     @property
     def items_problems(self) -> bool:
@@ -151,15 +170,7 @@ class Summary:
         """What this summary says, hashed: each item's state, step, amounts, provider id and,
         once it is final, the provider's code and message; the run's counts, refusals and
         notes. Not its times, nor a pending item's provider status."""
-        h = hashlib.sha256()
-        for i in self.items:
-            final = i.state not in ("pending", "awaiting_confirm")
-            h.update(json.dumps([i.external_id, i.state, i.step, str(i.source_amount),
-                                 str(i.fee), str(i.destination_amount), str(i.transaction_id),
-                                 i.code if final else "", i.message if final else ""]
-                                ).encode())
-        h.update(json.dumps([sorted(self.counts.items()), self.refused, self.notes]).encode())
-        return h.hexdigest()
+        return self._tally.digest(sorted(self.counts.items()), self.refused, self.notes)
 
     @property
     def changed(self) -> bool:
@@ -168,11 +179,7 @@ class Summary:
         return self.digest != mailed
 
     def _amounts(self, group: str) -> str:
-        sums: dict[str, Decimal] = {}
-        for i in self.items:
-            if MONEY.get(i.state) == group and i.source_amount is not None:
-                sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + \
-                    i.source_amount
+        sums = self._tally.groups.get(group, {})
         return ", ".join(money_text(a, c) for c, a in sorted(sums.items()))
 
     @property
@@ -225,7 +232,11 @@ class Summary:
                          "state": i.state, "details": [asdict(d) for d in i.details]}
                         for i in self.with_details],
             "refused": [{"external_id": e, "why": w} for e, w in self.refused],
-            "notes": self.notes, "csv": self.csv_path, "items": len(self.items)}
+            "notes": self.notes, "csv": self.csv_path, "items": len(self.items),
+            "listed": {"limit": self.limit, "failed": len(self.failed),
+                       "needs_person": len(self.needs_person), "pending": len(self.pending),
+                       "awaiting_confirm": len(self.awaiting_confirm),
+                       "details": len(self.with_details)}}
 
 
 def _item_dict(item: ItemLine) -> dict[str, Any]:
@@ -251,28 +262,35 @@ def _iso(when: datetime | None) -> str | None:
 def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = (),
                   refused: Iterable[tuple[str, str]] = (),
                   notes: Iterable[str] = ()) -> Summary:
-    """The summary of ``job_name`` as the state holds it now.
+    """The summary of ``job_name`` as the state holds it now, read a page of items at a
+    time: what it holds does not grow with the batch.
 
     ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
     ``notes`` are what only the run that just ended knows (the items another job holds,
     with why; its closing message): the state keeps only their count."""
     clean = Scrubber(secrets)
-    records = list(store.items(job_name))
-    commit = kind_named(records[0].kind).flow.commit_step if records else "confirm"
-    confirmed = store.answered_at(job_name, commit) if records else {}
-    items = [item_line(r, clean, confirmed.get(r.external_id)) for r in records]
+    first = next(store.item_pages(job_name, "confirm", size=1), [])
+    commit = kind_named(first[0][0].kind).flow.commit_step if first else "confirm"
+
+    def reader(source: StateStore) -> Iterator[ItemLine]:
+        for page in source.item_pages(job_name, commit):
+            for record, confirmed_at in page:
+                yield item_line(record, clean, confirmed_at)
+
+    tally = Tally()
+    for line in reader(store):
+        tally.add(line)
     run = store.latest_run(job_name)
-    counts = {k: 0 for k in STATES}
-    for i in items:
-        counts[i.state] += 1
+    counts = dict(tally.counts)
     # Refused (rule 7) and invalid items never reach this job's rows: the run counted them.
     for key in ("refused", "invalid"):
         if run is not None:
             counts[key] = int(run.counts.get(key, 0))
-    summary = Summary(job_name, None, items, totals_of(items),
+    summary = Summary(job_name, None, (), tally.sums.totals(),
                       {k: n for k, n in counts.items() if n},
                       [(e, clean(w)) for e, w in refused],
-                      [clean(n) for n in notes if n], rates=rates_of(items), commit_step=commit)
+                      [clean(n) for n in notes if n], rates=tally.sums.rates(),
+                      commit_step=commit, tally=tally, reader=reader, store=store)
     read_runs(summary, store)
     return summary
 

@@ -13,16 +13,18 @@ state is never touched here: of the state, only a run's ``mailed`` mark is writt
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.errors import EmailNotSent, StateError, SummaryError
 from runner.job import Job
 from runner.state import StateLocation, StateStore, open_store
-from runner.state.files import private_folder, write_private
-from runner.summary.items_csv import items_csv
+from runner.state.files import open_private, private_folder, write_private
+from runner.summary.items_csv import write_csv
 from runner.summary.mail import compose, send, should_send
 from runner.summary.model import Summary, build_summary
 from runner.summary.render import Templates
@@ -33,14 +35,19 @@ SUFFIXES = (".txt", ".html", ".csv")
 
 @dataclass
 class Rendered:
-    """One summary in every form an email or a report file needs."""
+    """One summary in every form an email or a report file needs; the CSV is a file
+    (``csv_file``), written as the items stream from the state, never held whole."""
 
     summary: Summary
     subject: str
     text: str
     html: str
-    csv: str
+    csv_file: Path
     csv_name: str
+
+    @property
+    def csv(self) -> str:
+        return self.csv_file.read_text(encoding="utf-8")
 
 
 @dataclass
@@ -57,22 +64,38 @@ def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summar
 
 def load_summary(job: Job, state_path: StateLocation) -> Summary:
     """The job's summary from the state at ``state_path``, which must exist."""
+    with reading(job, state_path) as store:
+        return summary_of(job, store)
+
+
+@contextlib.contextmanager
+def reading(job: Job, state_path: StateLocation) -> Iterator[StateStore]:
+    """The state at ``state_path`` open for a summary; it must exist."""
     if isinstance(state_path, Path) and not state_path.is_file():
         raise StateError(f"{state_path}: no state database here; has {job.name} run with "
                          f"this --state?")
     with open_store(state_path, create=False) as store:
-        return summary_of(job, store)
+        yield store
 
 
-def render_all(summary: Summary, templates: Templates, csv_path: Path | None = None,
-               csv: str | None = None) -> Rendered:
-    """Every form of ``summary``; ``csv``, when given, is its ``items_csv`` already made."""
-    stamp = summary.generated_at.strftime("%Y%m%dT%H%M%SZ")
-    csv_name = csv_path.name if csv_path else f"{summary.job}-{stamp}.csv"
-    summary.csv_path = str(csv_path.resolve()) if csv_path else None
+def render_all(summary: Summary, templates: Templates, csv_file: Path,
+               report: bool = False) -> Rendered:
+    """Every form of ``summary``, its CSV already written to ``csv_file`` (``write_items``);
+    ``report``: that file is the summary's report, which the text names."""
+    summary.csv_path = str(csv_file.resolve()) if report else None
     return Rendered(summary, templates.subject_of(summary), templates.text_of(summary),
-                    templates.html_of(summary), items_csv(summary) if csv is None else csv,
-                    csv_name)
+                    templates.html_of(summary), csv_file, csv_file.name)
+
+
+def csv_name(summary: Summary) -> str:
+    return f"{summary.job}-{summary.generated_at.strftime('%Y%m%dT%H%M%SZ')}.csv"
+
+
+def write_items(summary: Summary, path: Path, store: StateStore | None = None) -> int:
+    """The summary's CSV written to ``path`` (private) as its items stream from ``store``
+    (by default the one it was built from); how many items."""
+    with open_private(path) as out:
+        return write_csv(out, summary.lines(store))
 
 
 def report_base(summary: Summary, folder: Path) -> Path:
@@ -94,38 +117,42 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
     at ``state_path``."""
     email = job.summary.email if job.summary else None
     mail = email is not None and should_send(email, summary)
-    if summary.run is not None and not summary.run.changed:
+    if summary.run is not None and not summary.run.changed and not mail:
+        log.info("nothing changed since the previous run's summary: not written or "
+                 "mailed again (`runner report` shows it)")
+        return Delivery([])
+    with contextlib.ExitStack() as stack:
+        store = None if state_path is None else stack.enter_context(open_store(state_path))
+        if summary.run is not None and not summary.run.changed:
+            # Unchanged, but the last change was never mailed (its email failed): mail it.
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            csv_file = scratch / csv_name(summary)
+            write_items(summary, csv_file, store)
+            rendered, files = render_all(summary, templates, csv_file), list[Path]()
+        else:
+            rendered, files = _write(summary, templates, folder, store)
         if not mail:
-            log.info("nothing changed since the previous run's summary: not written or "
-                     "mailed again (`runner report` shows it)")
-            return Delivery([])
-        # Unchanged, but the last change was never mailed (its email failed): mail it now.
-        rendered, files = render_all(summary, templates), list[Path]()
-    else:
-        rendered, files = _write(summary, templates, folder)
-    if not mail:
-        return Delivery(files)
-    try:
-        emailed = email_summary(job, rendered)
-    except EmailNotSent as exc:
-        where = files[1] if files else "the state (`runner report`)"
-        log.error("summary email not sent: %s; the summary is in %s", exc, where)
-        return Delivery(files, error=exc)
-    if state_path is not None and summary.run is not None:
-        with open_store(state_path) as store:
+            return Delivery(files)
+        try:
+            emailed = email_summary(job, rendered)
+        except EmailNotSent as exc:
+            where = files[1] if files else "the state (`runner report`)"
+            log.error("summary email not sent: %s; the summary is in %s", exc, where)
+            return Delivery(files, error=exc)
+        if store is not None and summary.run is not None:
             store.note_mailed(summary.run.id)
     return Delivery(files, emailed)
 
 
-def _write(summary: Summary, templates: Templates, folder: Path) -> tuple[Rendered, list[Path]]:
+def _write(summary: Summary, templates: Templates, folder: Path, store: StateStore | None
+           ) -> tuple[Rendered, list[Path]]:
     """The summary's files under ``folder`` (the CSV first: it needs no template)."""
     try:
         private_folder(folder)  # beneficiaries' names and amounts: for the owner's eyes
         base = report_base(summary, folder)
         csv_path = base.with_name(base.name + ".csv")
-        csv = items_csv(summary)
-        write_private(csv_path, csv)
-        rendered = render_all(summary, templates, csv_path, csv)
+        write_items(summary, csv_path, store)
+        rendered = render_all(summary, templates, csv_path, report=True)
         files = [csv_path]
         for suffix, content in ((".txt", rendered.text), (".html", rendered.html)):
             path = base.with_name(base.name + suffix)
@@ -143,5 +170,5 @@ def email_summary(job: Job, rendered: Rendered) -> list[str]:
     if email is None:
         raise EmailNotSent(f"{job.path}: the job has no summary.email")
     message = compose(email, rendered.summary, rendered.subject, rendered.text, rendered.html,
-                      rendered.csv, rendered.csv_name)
+                      rendered.csv_file, rendered.csv_name)
     return send(message, email.smtp, job.path.parent)

@@ -20,16 +20,15 @@ def status_lines(summary: Summary) -> list[str]:
         if t.senders:
             fees = f", fees {number_text(t.fees, t.currency)}" if t.fees_known else ""
             lines.append(f"  {t.currency}: sent {number_text(t.sent, t.currency)}{fees}")
-    for i in summary.items:
-        if i.state == "failed":
-            lines.append(f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}")
-    for i in summary.items:
-        if i.state == "in_doubt":
-            lines.append(f"  in doubt {i.external_id} (row {i.row}): the {i.intent} was sent "
-                         f"and its answer lost; the next run looks it up before anything")
-    for i in summary.items:
-        if i.state in ("conflict", "unknown"):
-            lines.append(f"  needs a person {i.external_id} (row {i.row}): {i.check}")
+    failed = [i for i in summary.failed if i.state == "failed"]
+    lines += [f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}" for i in failed]
+    lines += _more(summary.counts.get("failed", 0) - len(failed), "failed")
+    lines += [f"  in doubt {i.external_id} (row {i.row}): the {i.intent} was sent and its "
+              f"answer lost; the next run looks it up before anything"
+              for i in summary.needs_person if i.state == "in_doubt"]
+    lines += [f"  needs a person {i.external_id} (row {i.row}): {i.check}"
+              for i in summary.needs_person if i.state in ("conflict", "unknown")]
+    lines += _more(summary.needs_person.more, "needing a person")
     for external_id, why in summary.refused:
         lines.append(f"  refused {external_id}: {why}")
     if summary.counts.get("refused") and not summary.refused:  # the run's list is not kept
@@ -39,3 +38,10 @@ def status_lines(summary: Summary) -> list[str]:
         lines.append(f"  invalid: {summary.counts['invalid']} item(s) not sent; "
                      f"`runner validate` lists the problems")
     return lines
+
+
+def _more(n: int, what: str) -> list[str]:
+    """The line saying how many of a list are not shown (each shows ``LIST_LIMIT``)."""
+    if n <= 0:
+        return []
+    return [f"  ... and {n} more {what}: `runner report JOB --format csv` lists every item"]

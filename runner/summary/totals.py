@@ -74,41 +74,44 @@ class Rate:
         return (self.received / self.sent).quantize(Decimal("0.0001"))
 
 
-def totals_of(items: list[ItemLine]) -> list[CurrencyTotal]:
-    sums: dict[str, dict[str, Any]] = {}
+class Sums:
+    """A batch's money, added up one item at a time (``add``): the batch is never held."""
 
-    def add(currency: str, name: str, amount: Decimal) -> None:
-        values = sums.setdefault(currency, {})
+    def __init__(self) -> None:
+        self.sums: dict[str, dict[str, Any]] = {}
+        self.pairs: dict[tuple[str, str], list[Decimal]] = {}
+
+    def _add(self, currency: str, name: str, amount: Decimal) -> None:
+        values = self.sums.setdefault(currency, {})
         values[name] = values.get(name, Decimal(0)) + amount
 
-    for i in items:
+    def add(self, i: ItemLine) -> None:
         group = MONEY.get(i.state)
         if group == "paid" and i.destination_currency and i.destination_amount is not None:
-            add(i.destination_currency, "received", i.destination_amount)
+            self._add(i.destination_currency, "received", i.destination_amount)
         if group is None or not i.source_currency or i.source_amount is None:
-            continue
+            return
         if group != "paid":
-            add(i.source_currency, {"to check": "review"}.get(group, group), i.source_amount)
-            continue
-        add(i.source_currency, "sent", i.source_amount)
-        sums[i.source_currency]["senders"] = sums[i.source_currency].get("senders", 0) + 1
+            self._add(i.source_currency, {"to check": "review"}.get(group, group),
+                      i.source_amount)
+            return
+        self._add(i.source_currency, "sent", i.source_amount)
+        values = self.sums[i.source_currency]
+        values["senders"] = values.get("senders", 0) + 1
         if i.fee is not None:
-            add(i.source_currency, "fees", i.fee)
-            sums[i.source_currency]["fees_known"] = True
-    return [CurrencyTotal(c, **sums[c]) for c in sorted(sums)]
+            self._add(i.source_currency, "fees", i.fee)
+            values["fees_known"] = True
+        if i.destination_amount is not None and i.destination_currency not in (
+                "", i.source_currency):
+            pair = self.pairs.setdefault((i.source_currency, i.destination_currency),
+                                         [Decimal(0), Decimal(0), Decimal(0)])
+            pair[0] += i.source_amount
+            pair[1] += i.destination_amount
+            pair[2] += 1
 
+    def totals(self) -> list[CurrencyTotal]:
+        return [CurrencyTotal(c, **self.sums[c]) for c in sorted(self.sums)]
 
-def rates_of(items: list[ItemLine]) -> list[Rate]:
-    pairs: dict[tuple[str, str], list[Decimal]] = {}
-    for i in items:
-        if i.state != "settled" or i.source_amount is None or i.destination_amount is None \
-                or not i.source_currency or i.destination_currency in ("",
-                                                                       i.source_currency):
-            continue
-        sums = pairs.setdefault((i.source_currency, i.destination_currency),
-                                [Decimal(0), Decimal(0), Decimal(0)])
-        sums[0] += i.source_amount
-        sums[1] += i.destination_amount
-        sums[2] += 1
-    return [Rate(s, d, sent, received, int(n)) for (s, d), (sent, received, n)
-            in sorted(pairs.items()) if sent]
+    def rates(self) -> list[Rate]:
+        return [Rate(s, d, sent, received, int(n)) for (s, d), (sent, received, n)
+                in sorted(self.pairs.items()) if sent]
