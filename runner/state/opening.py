@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import errno
 import sqlite3
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from functools import cache
 
 from sqlite_utils import Database
@@ -46,8 +48,13 @@ def check_migrations(conn: sqlite3.Connection, migrations: Migrations, location:
 
 def check_tables(conn: sqlite3.Connection, migrations: Migrations, location: str) -> None:
     """Refuse a database missing a table or a column that runner's migrations make."""
-    found = _tables(conn)
-    for table, columns in sorted(_expected(migrations).items()):
+    refuse_missing(_tables(conn), _expected(migrations), location)
+
+
+def refuse_missing(found: Mapping[str, AbstractSet[str]],
+                   expected: Mapping[str, AbstractSet[str]], location: str) -> None:
+    """StateUnusable when a table of ``expected`` or one of its columns is not ``found``."""
+    for table, columns in sorted(expected.items()):
         if table not in found:
             raise StateUnusable(f"{location}: the table {table!r} is missing; this is not a "
                                 "runner state database, or it was damaged")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
-from runner.state.opening import _expected
+from runner.state.opening import _expected, refuse_missing
 from runner.state.sqlite_schema import MIGRATION_0008
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 from runner.state.store import now_iso
@@ -127,14 +127,7 @@ def check_tables(query: Query, location: str) -> None:
                                "information_schema.columns WHERE table_schema = "
                                "current_schema()", []):
         found.setdefault(table, set()).add(column)
-    for table, columns in sorted(expected_tables().items()):
-        if table not in found:
-            raise StateUnusable(f"{location}: the table {table!r} is missing; this is not a "
-                                "runner state database, or it was damaged")
-        missing = sorted(columns - found[table])
-        if missing:
-            raise StateUnusable(f"{location}: the table {table!r} has no column "
-                                f"{missing[0]!r}; it was damaged")
+    refuse_missing(found, expected_tables(), location)
 
 
 def expected_tables() -> dict[str, frozenset[str]]:

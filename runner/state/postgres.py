@@ -44,9 +44,8 @@ from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
 from runner.state.history import Approval
 from runner.state.pg_workers import PostgresWorkers
-from runner.state.records import COLUMNS, ItemRecord
 from runner.state.sqlite import SqliteStore
-from runner.state.store import LEASE_TTL, now_iso
+from runner.state.store import LEASE_TTL
 
 T = TypeVar("T")
 log = logging.getLogger("runner")
@@ -279,16 +278,6 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                           "ANY(?)", [list(external_ids)])
         return {r["external_id"]: r["job_name"] for r in rows}
 
-    def insert_items(self, records: Sequence[ItemRecord]) -> None:
-        if not records:
-            return
-        stamp = now_iso()
-        for record in records:
-            record.created_at = record.updated_at = stamp
-        self._with_tx(lambda tx: tx.executemany(
-            f"INSERT INTO items ({', '.join(COLUMNS)}) VALUES "
-            f"({', '.join('?' * len(COLUMNS))})",
-            [[getattr(r, n) for n in COLUMNS] for r in records]))
 
 
 def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T], location: str) -> T:

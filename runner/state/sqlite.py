@@ -343,10 +343,10 @@ class SqliteStore(LocalPasses):
         stamp = now_iso()
         for record in records:
             record.created_at = record.updated_at = stamp
-        with self._transaction() as conn:
-            conn.executemany(f"INSERT INTO items ({', '.join(COLUMNS)}) VALUES "
-                             f"({', '.join('?' * len(COLUMNS))})",
-                             [[getattr(r, n) for n in COLUMNS] for r in records])
+        self._atomic(lambda tx: tx.executemany(
+            f"INSERT INTO items ({', '.join(COLUMNS)}) VALUES "
+            f"({', '.join('?' * len(COLUMNS))})",
+            [[getattr(r, n) for n in COLUMNS] for r in records]))
 
     def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None:
         self._run(*_update_items(external_id, changes))
