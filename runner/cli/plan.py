@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import simplejson
@@ -47,8 +47,12 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     store, exists = _store(path)
     with store, connect(loaded, state_dir_of(state),
                                         pool=loaded.run.concurrency) as provider:
+        # What a person reads (text, no plan file, no quotations) streams: the plan keeps
+        # its counts, totals and the items it lists, not every row of the batch.
+        streams = output is None and fmt == "text" and not quote
         plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
-                         quote=quote, retry_failed=retry_failed)
+                         quote=quote, retry_failed=retry_failed,
+                         sink=_drop if streams else None)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
         where = str(path.resolve() if isinstance(path, Path) else path)
@@ -61,6 +65,10 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
         for line in plan_lines(plan):
             click.echo(line)
     return 2 if plan.stops else FUNDS_SHORT if plan.short else 0
+
+
+def _drop(planned: Any) -> None:
+    """A streamed plan's items go nowhere: only its counts and listed items are kept."""
 
 
 @click.command()
