@@ -26,9 +26,10 @@ def copy_state(source: StateLocation, target: StateLocation) -> dict[str, int]:
     new); how many rows each table had."""
     from runner.state import open_store
 
-    with open_store(source, create=False) as src, open_store(target) as dst:
-        _check_idle(src)
+    with open_store(source, create=False) as src:
+        _check_idle(src)  # before the target is opened: a refused copy makes nothing
         tables = {table: _rows(src, f"SELECT * FROM {table}") for table in TABLES}
+    with open_store(target) as dst:
         for table in TABLES:
             if _rows(dst, f"SELECT 1 FROM {table} LIMIT 1"):
                 raise StateError(f"{dst.location}: already holds a state (its {table} "
