@@ -162,7 +162,7 @@ class LeaseHeld(StateError):
 
 
 class StateMissing(StateError):
-    """A command that only reads the state (status, reconcile) was pointed at a database
+    """A command that only reads the state (status, report, reconcile) was pointed at a database
     that does not exist: it is not created empty, which would read as "nothing was paid"."""
 
     exit_code = 2

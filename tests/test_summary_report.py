@@ -143,9 +143,9 @@ def test_output_writes_the_same_as_stdout(ran: tuple[Path, Path], tmp_path: Path
 def test_report_while_nothing_ran_yet(sandbox: RunningSandbox, tmp_path: Path) -> None:
     job = write_job(tmp_path, sandbox)
     result = cli("report", str(job), "--state", str(tmp_path / "none.sqlite"))
-    assert result.exit_code == 1
-    assert result.stderr == (f"error: {tmp_path / 'none.sqlite'}: no state database here; "
-                             f"has {NAME} run with this --state?\n")
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {tmp_path / 'none.sqlite'}: no state database here "
+                             "(nothing has run with this --state yet?)\n")
 
 
 def test_the_jobs_own_templates(sandbox: RunningSandbox, tmp_path: Path) -> None:

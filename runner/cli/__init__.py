@@ -36,7 +36,8 @@ Exit codes:
   0   every item settled well
   1   some items failed, were refused or are unknown; or "no" to the question
       before money moves (nothing was sent or written)
-  2   usage error or invalid job file (nothing was sent); a plan refused by apply
+  2   usage error or invalid job file (nothing was sent); a plan refused by apply;
+      status, report or reconcile named a state database that does not exist
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
   4   the balances cannot cover what is to be paid: nothing was paid (run, apply,

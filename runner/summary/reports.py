@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import EmailNotSent, StateError, SummaryError
+from runner.errors import EmailNotSent, SummaryError
 from runner.job import Job
 from runner.state import StateLocation, StateStore, open_store
 from runner.state.files import open_private, private_folder, write_private
@@ -70,10 +70,8 @@ def load_summary(job: Job, state_path: StateLocation) -> Summary:
 
 @contextlib.contextmanager
 def reading(job: Job, state_path: StateLocation) -> Iterator[StateStore]:
-    """The state at ``state_path`` open for a summary; it must exist."""
-    if isinstance(state_path, Path) and not state_path.is_file():
-        raise StateError(f"{state_path}: no state database here; has {job.name} run with "
-                         f"this --state?")
+    """The state at ``state_path`` open for a summary; it must exist (else ``StateMissing``,
+    exit 2, as for status and reconcile)."""
     with open_store(state_path, create=False) as store:
         yield store
 
