@@ -1,6 +1,6 @@
 """A worker's share of a run (``runner.engine.batch``), once the plan is recorded: passes
-over the job's items in the state, page by page (``runner.engine.pages``), on a pool of
-threads.
+over the job's items in the state, page by page (``runner.engine.pages``), on the run's
+worker threads (``runner.engine.phases.Crew``).
 
 1. Retry (``--retry-failed``, by the worker that made the plan): failed items sent again
    under a new external_id, each once the provider shows the attempt that failed final and
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
 from runner.engine.pages import Pages
-from runner.engine.phases import UNREACHABLE, Phase, PhaseStart, Progress
+from runner.engine.phases import UNREACHABLE, Crew, Phase, PhaseStart, Progress
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
@@ -65,8 +64,8 @@ class Share:
 def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
          ) -> Ending:
     problems: list[str] = []
-    with ThreadPoolExecutor(max_workers=share.workers, thread_name_prefix="item") as pool:
-        phase = Phase(pool, flow, share.stop, share.on_progress, problems, share.on_phase)
+    with Crew(share.workers) as crew:
+        phase = Phase(crew, flow, share.stop, share.on_progress, problems, share.on_phase)
         if retrying and not share.confirm_only:
             _retry(flow, phase, pages)
         # A money-moving call in doubt may have moved money already: learn its fate before
