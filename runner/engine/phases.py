@@ -134,8 +134,11 @@ class Phase:
         self.problems = problems
 
     def run(self, name: str, step: Callable[[Entry[Any]], Any],
-            entries: Sequence[Entry[Any]]) -> None:
-        """``step`` over ``entries``; a phase worked in windows runs once per window."""
+            entries: Sequence[Entry[Any]], hold: bool = False) -> None:
+        """``step`` over ``entries``; a phase worked in windows runs once per window.
+        ``hold``: the answer of a step that ended well stays on its entry, to be recorded
+        in one transaction with the intent of the item's next call (``Flow._post``), or by
+        ``close`` when there is none."""
         if entries and name != "poll":
             log.info("%s: %d item(s)", name, len(entries))
         if entries and self.on_phase is not None:
@@ -144,11 +147,16 @@ class Phase:
         def one(entry: Entry[Any]) -> None:
             if self.stop.is_set() or UNREACHABLE in self.problems:
                 return
+            failed = True
             try:
                 step(entry)
+                failed = False
                 # An answer no update recorded is recorded now; after an exception it is
                 # not: the call stays in doubt, for a lookup (or a person) to settle.
-                self.flow.close(entry)
+                if not hold:
+                    self.flow.close(entry)
+                elif entry.answered is not None and entry.made is None:
+                    entry.made = {"intent": None}  # answered: recorded, whatever comes next
             except ItemConflict:
                 log.warning("%s: conflict at the provider", entry.external_id)
             except ItemInDoubt as exc:
@@ -156,8 +164,10 @@ class Phase:
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)
                 self.problems.append(UNREACHABLE)
-            if entry.made is not None:  # what an answer made of the item is recorded
-                self.flow.close(entry)
+            if failed or not hold:
+                if entry.made is not None:  # what an answer made of the item is recorded
+                    self.flow.close(entry)
+                self.flow.answer(entry)  # an answer that made nothing stays unrecorded
             log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
                       entry.record.status or entry.record.outcome)
             if entry.record.outcome in ("failed", "conflict"):
@@ -167,6 +177,12 @@ class Phase:
                 self.on_progress(name, entry)
 
         self.crew.map(one, entries)
+
+    def close(self, entries: Sequence[Entry[Any]]) -> None:
+        """Record the answers still held on ``entries`` (``run``'s ``hold``), on the crew."""
+        held = [e for e in entries if e.answered is not None]
+        if held:
+            self.crew.map(self.flow.close, held)
 
 
 class Heartbeat:

@@ -131,8 +131,21 @@ def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: P
     lost = [e for e in window if e.record.intent == flow.commit_step]
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
+    try:
+        return _confirmed(job, share, flow, phase, pages, window, later)
+    finally:  # answers not recorded with a confirm's intent are recorded now
+        phase.close(window)
+
+
+def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
+               window: list[Entry[Any]], later: bool) -> Ending | None:
+    """Prepare, check the funds for and confirm the window. The answer of each item's last
+    call before its confirm (its creation) is recorded with the confirm's intent, in one
+    transaction: 4 per item, not 5 (a run that dies in between leaves the creation in
+    doubt, looked up by the next run before anything is sent for the item)."""
     if not share.confirm_only:
-        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)])
+        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
+                  hold=share.confirm)
     rest = flow.state.take_rest(job.name, pages.estimates(window))
     ready = [e for e in window if flow.ready(e) and not e.record.intent
              and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
