@@ -3,7 +3,7 @@ the transaction's intent; the transaction's answer with the confirm's intent; th
 answer): a runner killed with SIGKILL between any two of them, then run again, pays the item
 exactly once.
 
-One item, every call held 60 ms by the sandbox so that the kill lands while the call named
+One item, every call held 150 ms by the sandbox so that the kill lands while the call named
 is in flight; the runner is a process of its own (``runner run``), killed as the sandbox
 receives that call. Killed during the funds check before the confirm (its balance read),
 the transaction's answer has come back but is not recorded yet (it goes with the confirm's
@@ -67,7 +67,7 @@ def test_a_kill_between_any_two_transactions_of_an_item_pays_it_once(
         point: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     calls, (step, doubt) = KILLS[point]
     before = eur(sb)["balance"]
-    adm.faults({"*": {"latency_ms": 60}})
+    adm.faults({"*": {"latency_ms": 150}})
     job = write_job(tmp_path, sb, ROW, concurrency=1)
     log = tmp_path / "first.log"
     first = _runner(job, state, log)

@@ -164,6 +164,9 @@ class Phase:
             except ProviderDown as exc:
                 log.error("provider unreachable: %s", exc)
                 self.problems.append(UNREACHABLE)
+            except BaseException:
+                self.flow.answer(entry)  # what it made is not known: the call stays in doubt
+                raise
             if failed or not hold:
                 if entry.made is not None:  # what an answer made of the item is recorded
                     self.flow.close(entry)
