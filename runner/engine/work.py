@@ -1,6 +1,6 @@
 """A worker's share of a run (``runner.engine.batch``), once the plan is recorded: passes
-over the job's items in the state, page by page (``runner.engine.pages``), on a pool of
-threads.
+over the job's items in the state, page by page (``runner.engine.pages``), on the run's
+worker threads (``runner.engine.phases.Crew``).
 
 1. Retry (``--retry-failed``, by the worker that made the plan): failed items sent again
    under a new external_id, each once the provider shows the attempt that failed final and
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
 from runner.engine.pages import Pages
-from runner.engine.phases import UNREACHABLE, Phase, PhaseStart, Progress
+from runner.engine.phases import UNREACHABLE, Crew, Phase, PhaseStart, Progress
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
@@ -65,8 +64,8 @@ class Share:
 def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
          ) -> Ending:
     problems: list[str] = []
-    with ThreadPoolExecutor(max_workers=share.workers, thread_name_prefix="item") as pool:
-        phase = Phase(pool, flow, share.stop, share.on_progress, problems, share.on_phase)
+    with Crew(share.workers) as crew:
+        phase = Phase(crew, flow, share.stop, share.on_progress, problems, share.on_phase)
         if retrying and not share.confirm_only:
             _retry(flow, phase, pages)
         # A money-moving call in doubt may have moved money already: learn its fate before
@@ -132,8 +131,21 @@ def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: P
     lost = [e for e in window if e.record.intent == flow.commit_step]
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
+    try:
+        return _confirmed(job, share, flow, phase, pages, window, later)
+    finally:  # answers not recorded with a confirm's intent are recorded now
+        phase.close(window)
+
+
+def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
+               window: list[Entry[Any]], later: bool) -> Ending | None:
+    """Prepare, check the funds for and confirm the window. The answer of each item's last
+    call before its confirm (its creation) is recorded with the confirm's intent, in one
+    transaction: 4 per item, not 5 (a run that dies in between leaves the creation in
+    doubt, looked up by the next run before anything is sent for the item)."""
     if not share.confirm_only:
-        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)])
+        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
+                  hold=share.confirm)
     rest = flow.state.take_rest(job.name, pages.estimates(window))
     ready = [e for e in window if flow.ready(e) and not e.record.intent
              and e.record.outcome in ("pending", "failed", "awaiting_confirm")]

@@ -74,10 +74,30 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
     # ---------------------------------------------------------------- the budget
     def start(self) -> None:
         """A new item: its own time and output budgets."""
-        self._deadline = time.thread_time() + TEMPLATE_SECONDS
+        self.begin()
+        self.arm()
+
+    def begin(self) -> None:
+        """A new item: its own output budget; its time budget starts with ``arm``, when a
+        template of it is first rendered by Jinja (``output`` takes no time to speak of)."""
+        self._deadline = math.inf
         self._output = 0
         self._ticks = 0
         self.over_time = False
+
+    def arm(self) -> None:
+        """The item's time budget starts now."""
+        self._deadline = time.thread_time() + TEMPLATE_SECONDS
+
+    def output(self, values: Iterable[str]) -> bool:
+        """Count texts a template outputs as they are (what ``_finalize`` counts of them):
+        True when they fit in the budgets, False (nothing counted) when they would not, for
+        the caller to render them through Jinja, which says why."""
+        total = sum(len(v) for v in values)
+        if total > TEMPLATE_VALUE_MAX or self._output + total > OUTPUT_MAX:
+            return False
+        self._output += total
+        return True
 
     def tick(self) -> None:
         # The clock is read every 16th step: each step between is bounded work, and reading

@@ -20,6 +20,12 @@ Rules, each there for a payment file:
 - What renders is text for one field: a control character, or more characters than the
   field takes, is a problem of the row (``runner.job.text``).
 - ``defaults`` are rendered once, with ``vars`` and ``job`` only.
+
+A template that is only text and row columns (``{{ row.net_pay }}``, ``{{ row.first_name }}
+{{ row.last_name }}``), the most common kind, is filled without Jinja when the row's columns
+are text: the same text, counted against the same output budget; anything else (a missing
+column, a value that is not text, a budget passed) goes through Jinja, which renders it or
+says why not.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from jinja2.exceptions import SecurityError, UndefinedError
 from runner.job.budget import BudgetedSandbox
 from runner.job.document import Location
 from runner.job.fields import exact_decimal
+from runner.job.limits import TEMPLATE_VALUE_MAX
 from runner.job.model import Job
 from runner.job.rows import RowValues
 from runner.job.text import limit_of, text_problem
@@ -82,10 +89,22 @@ def sandbox() -> BudgetedSandbox:
 
 
 @dataclass(frozen=True)
+class _Column:
+    """``{{ row.name }}`` in a template that is only text and columns."""
+
+    name: str
+
+
+#: A template that is only text and row columns, in order: filled without Jinja.
+Plain = tuple[str | _Column, ...]
+
+
+@dataclass(frozen=True)
 class _Leaf:
     template: Template
     location: Location  # inside the item
     limit: int  # the most characters its field takes
+    plain: Plain | None = None
 
 
 class ItemTemplate:
@@ -100,13 +119,19 @@ class ItemTemplate:
         self.env = sandbox()
         self.problems: list[Problem] = []  # located in the job file
         self.columns: list[tuple[str, Location]] = []  # row columns named, and where
+        self._plain: dict[str, Plain | None] = {}  # source -> its plain form, if it has one
+        self._sets = False  # a template set a name: the later ones may see it as ``row``
         self._blank = self.env.from_string("")
         context = {"vars": _Vars(job.vars), "job": {"name": job.name, "kind": job.kind}}
         self.env.start()
         self.defaults: dict[str, Any] = self._render_defaults(job.defaults, ("defaults",),
                                                               context)
         self._globals = {**context, "defaults": self.defaults}
+        # Templates are compiled in the order they render: one that comes after a template
+        # setting a name is left to Jinja (the name may be ``row``).
         self.external_id = self._compile(job.items.external_id, ("items", "external_id"))
+        self.external_id_plain = None if self._sets else \
+            self._plain.get(job.items.external_id)
         self.tree = self._compile_tree(job.items.template, ("items", "template"))
 
     # ---------------------------------------------------------------- compiling
@@ -123,6 +148,9 @@ class ItemTemplate:
             self.problems.append((location, "extends, block, include and import are not "
                                   "available in job templates"))
             return None
+        if any(True for _ in parsed.find_all((nodes.Assign, nodes.AssignBlock, nodes.Macro))):
+            self._sets = True
+        self._plain[source] = _plain(parsed)
         called = {id(call.node) for call in parsed.find_all(nodes.Call)}
         refused: set[str] = set()
         for node in parsed.find_all((nodes.Getattr, nodes.Getitem)):
@@ -148,8 +176,9 @@ class ItemTemplate:
             return [self._compile_tree(v, (*location, i)) for i, v in enumerate(value)]
         if isinstance(value, str) and _is_template(value):
             template = self._compile(value, location)
-            return None if template is None else _Leaf(template, location[2:],
-                                                       limit_of(location))
+            return None if template is None else _Leaf(
+                template, location[2:], limit_of(location),
+                None if self._sets else self._plain.get(value))
         return value
 
     def _render_defaults(self, value: Any, location: Location, context: dict[str, Any]) -> Any:
@@ -185,21 +214,30 @@ class ItemTemplate:
         # most of the cost of Template.render, and these templates define no blocks. (A
         # top-level {% set %} is thus seen by the row's later fields; it never leaks to the
         # next row.)
-        context = self._blank.new_context({**self._globals, "row": row})
-        self.env.start()
+        env = self.env
+        env.begin()
         problems: list[Problem] = []
-        concat: Callable[[Any], str] = self.env.concat
+        concat: Callable[[Any], str] = env.concat
+        jinja: list[Any] = []  # the row's context, made when Jinja is first needed
 
-        def run(template: Template, location: Location) -> str | None:
+        def run(template: Template, location: Location, plain: Plain | None = None
+                ) -> str | None:
+            if plain is not None:
+                text = _fill(plain, row, env)
+                if text is not None:
+                    return text
+            if not jinja:
+                jinja.append(self._blank.new_context({**self._globals, "row": row}))
+                env.arm()
             try:
-                return concat(template.root_render_func(context))
+                return concat(template.root_render_func(jinja[0]))
             except Exception as exc:  # noqa: BLE001 - any failure is the row's problem
                 problems.append((location, _render_failure(exc)))
                 return None
 
         external_id = None
         if self.external_id is not None:
-            external_id = run(self.external_id, ("external_id",))
+            external_id = run(self.external_id, ("external_id",), self.external_id_plain)
             if external_id is not None:
                 external_id = external_id.strip()
                 message = external_id_problem(external_id)
@@ -209,7 +247,7 @@ class ItemTemplate:
 
         def fill(value: Any) -> Any:
             if isinstance(value, _Leaf):
-                text = run(value.template, value.location)
+                text = run(value.template, value.location, value.plain)
                 if not text:
                     return _ABSENT
                 problem = text_problem(text, value.limit)
@@ -252,6 +290,44 @@ def external_id_problem(external_id: str) -> str | None:
         return (f"{external_id!r} may hold only letters, digits and . _ : - "
                 "(and start with a letter or digit)")
     return None
+
+
+def _plain(parsed: nodes.Template) -> Plain | None:
+    """The template as text and row columns, when it is only that; else None. A name that
+    is also an attribute of the row's mapping (``row.items``) is left to Jinja."""
+    if len(parsed.body) != 1 or not isinstance(parsed.body[0], nodes.Output):
+        return None
+    parts: list[str | _Column] = []
+    for node in parsed.body[0].nodes:
+        if isinstance(node, nodes.TemplateData):
+            parts.append(node.data)
+        elif isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name) and \
+                node.node.name == "row" and not hasattr(RowValues, node.attr):
+            parts.append(_Column(node.attr))
+        else:
+            return None
+    return tuple(parts)
+
+
+def _fill(plain: Plain, row: RowValues, env: BudgetedSandbox) -> str | None:
+    """A plain template filled from the row's text columns, counted against the item's
+    output budget; None when a column is missing or not text, or a budget would be
+    passed (Jinja then renders it, or says why it cannot)."""
+    pieces: list[str] = []
+    values: list[str] = []
+    for part in plain:
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        value = row.get(part.name)
+        if type(value) is not str:
+            return None
+        pieces.append(value)
+        values.append(value)
+    text = "".join(pieces)
+    if len(text) > TEMPLATE_VALUE_MAX or not env.output(values):
+        return None
+    return text
 
 
 def _is_template(text: str) -> bool:

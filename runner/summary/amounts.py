@@ -9,6 +9,7 @@ difference someone has to chase. A code babel does not know gets two decimals.
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 
 from babel.numbers import format_currency, get_currency_precision
@@ -16,6 +17,7 @@ from babel.numbers import format_currency, get_currency_precision
 _LOCALE = "en"  # grouping with commas, a point before the decimals
 
 
+@functools.lru_cache(maxsize=512)  # once per currency, not once per amount of the CSV
 def decimals(currency: str) -> int:
     """The digits after the point of ``currency`` (JPY 0, EUR 2, KWD 3)."""
     return int(get_currency_precision(currency.upper())) if currency else 2
