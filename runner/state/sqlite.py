@@ -29,7 +29,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import fields
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Unpack
@@ -38,17 +37,11 @@ from sqlite_utils import Database
 
 from runner.errors import LeaseHeld, StateError
 from runner.state.files import private_file, private_folder
-from runner.state.history import Approval, RetryRecord
+from runner.state.history import RetryRecord
 from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.passes import LocalPasses
-from runner.state.records import (
-    COLUMNS,
-    AttemptRecord,
-    ItemChanges,
-    ItemRecord,
-    RunRecord,
-    WorkLeft,
-)
+from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord
+from runner.state.runs import RunBook
 from runner.state.sqlite_schema import migrations
 from runner.state.store import LEASE_TTL, now_iso
 
@@ -69,11 +62,9 @@ def _update_items(external_id: str, values: Mapping[str, Any], stamp: str | None
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``hold_lease``).
 LOCK_WAIT = 10.0
-_RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, "
-                "lines")
 
 
-class SqliteStore(LocalPasses):
+class SqliteStore(RunBook, LocalPasses):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:
@@ -167,101 +158,7 @@ class SqliteStore(LocalPasses):
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    # ------------------------------------------------------------ runs and the lease
-    def start_run(self, job_name: str, job_file: str) -> int:
-        return self._run("INSERT INTO runs (job_name, job_file, started_at, host, pid) "
-                         "VALUES (?, ?, ?, ?, ?)",
-                         [job_name, job_file, now_iso(), self.host, os.getpid()])
-
-    def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
-        counts = {k: n for k, n in (("invalid", invalid), ("refused", refused)) if n}
-        self._run("UPDATE runs SET counts = ? WHERE id = ?", [json.dumps(counts), run_id])
-
-    def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
-                message: str = "", digest: str | None = None) -> None:
-        self._run("UPDATE runs SET ended_at = ?, exit_code = ?, counts = ?, message = ?, "
-                  "digest = ? WHERE id = ?",
-                  [now_iso(), exit_code, json.dumps(dict(counts)), message or None, digest,
-                   run_id])
-
-    def note_inputs(self, run_id: int, digest: str) -> None:
-        self._run("UPDATE runs SET inputs = ? WHERE id = ?", [digest, run_id])
-
-    def note_lines(self, run_id: int, lines: Sequence[str]) -> None:
-        self._run("UPDATE runs SET lines = ? WHERE id = ?", [json.dumps(list(lines)), run_id])
-
-    def work_left(self, job_name: str) -> WorkLeft:
-        rows = self._rows("SELECT count(*) AS all_items, coalesce(sum(CASE WHEN step <> "
-                          "'final' AND outcome <> 'conflict' THEN 1 ELSE 0 END), 0) AS "
-                          "open_items, max(updated_at) AS last_update FROM items WHERE "
-                          "job_name = ?", [job_name])
-        row = rows[0]
-        return WorkLeft(int(row["all_items"]), int(row["open_items"]), row["last_update"])
-
-    def note_mailed(self, run_id: int) -> None:
-        self._run("UPDATE runs SET mailed = 1 WHERE id = ?", [run_id])
-
-    def runs(self, job_name: str) -> list[RunRecord]:
-        rows = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_name = ? ORDER BY id",
-                          [job_name])
-        calls: dict[int, dict[str, int]] = {}
-        for row in self._rows("SELECT a.run_id, a.step, count(*) AS n FROM attempts a JOIN "
-                              "runs r ON r.id = a.run_id WHERE r.job_name = ? "
-                              "GROUP BY a.run_id, a.step", [job_name]):
-            calls.setdefault(row["run_id"], {})[row["step"]] = row["n"]
-        approvals = {r["run_id"]: r for r in self._rows(
-            "SELECT a.* FROM approvals a JOIN runs r ON r.id = a.run_id WHERE r.job_name = ?",
-            [job_name])}
-        lease = self._lease(job_name)
-        return [self._run_record(job_name, r, lease, approvals.get(r["id"]),
-                                 calls.get(r["id"], {})) for r in rows]
-
-    def answered_at(self, job_name: str, step: str) -> dict[str, str]:
-        rows = self._rows("SELECT a.external_id, max(a.finished_at) AS at FROM attempts a "
-                          "JOIN items i ON i.external_id = a.external_id WHERE "
-                          "i.job_name = ? AND a.step = ? AND a.result = 'ok' "
-                          "GROUP BY a.external_id", [job_name, step])
-        return {r["external_id"]: r["at"] for r in rows}
-
-    def note_approval(self, run_id: int, approval: Approval) -> None:
-        names = [f.name for f in fields(Approval)]
-        self._run(f"INSERT OR REPLACE INTO approvals (run_id, {', '.join(names)}) VALUES "
-                  f"(?, {', '.join('?' * len(names))})",
-                  [run_id, *(getattr(approval, n) for n in names)])
-
-    def latest_run(self, job_name: str) -> RunRecord | None:
-        lease = self._lease(job_name)
-        rows = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_name = ? "
-                          "ORDER BY ended_at IS NULL, id DESC", [job_name])
-        chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
-                      rows[0] if rows else None)
-        if chosen is None:
-            return None
-        approved = self._rows("SELECT * FROM approvals WHERE run_id = ?", [chosen["id"]])
-        return self._run_record(job_name, chosen, lease, approved[0] if approved else None)
-
-    def _lease(self, job_name: str) -> dict[str, Any] | None:
-        leases = self._rows("SELECT run_id, heartbeat_at FROM leases WHERE job_name = ?",
-                            [job_name])
-        return leases[0] if leases else None
-
-    @staticmethod
-    def _run_record(job_name: str, row: dict[str, Any], lease: dict[str, Any] | None,
-                    approved: dict[str, Any] | None, calls: dict[str, int] | None = None
-                    ) -> RunRecord:
-        state: Any = "ended"
-        if row["ended_at"] is None:
-            live = lease is not None and lease["run_id"] == row["id"] and \
-                time.time() - lease["heartbeat_at"] < LEASE_TTL
-            state = "running" if live else "interrupted"
-        approval = Approval(**{k: v for k, v in approved.items() if k != "run_id"}) \
-            if approved else None
-        return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],
-                         row["exit_code"], state, json.loads(row["counts"] or "{}"),
-                         row["message"] or "", approval, row["digest"], bool(row["mailed"]),
-                         calls or {}, row["inputs"],
-                         None if row["lines"] is None else tuple(json.loads(row["lines"])))
-
+    # ------------------------------------------------------------ the lease
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         token = uuid.uuid4().hex
         with self._transaction("BEGIN IMMEDIATE") as conn:
