@@ -22,13 +22,17 @@ at one worker's pace: the script says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
+import psycopg
+from _bench import Timeline, cpu_seconds
 from chaos import admin, runner_command, runner_env, write_batch
 from chaos_workers import LEASE_HELD, state_for
 from engine import calls, compile_ahead, free_port, start_sandbox, startup_seconds
@@ -44,9 +48,11 @@ def paid(state: StateLocation, job_name: str) -> int:
         return sum(1 for r in store.items(job_name) if r.step in ("confirmed", "final"))
 
 
-def run_workers(command: list[str], workers: int, folder: Path) -> tuple[float, list[int]]:
+def run_workers(command: list[str], workers: int, folder: Path
+                ) -> tuple[float, list[int], list[tuple[int, float, float]]]:
     """``workers`` runs of ``command`` started together: the seconds until the last ends,
-    and their exit codes."""
+    their exit codes, and each one's pid, seconds until its exit and CPU seconds (user +
+    system, ``os.wait4``)."""
     started = time.monotonic()
     procs = []
     for n in range(workers):
@@ -54,8 +60,61 @@ def run_workers(command: list[str], workers: int, folder: Path) -> tuple[float, 
             procs.append(subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
                                           stdout=out, stderr=subprocess.STDOUT,
                                           env=runner_env()))
-    codes = [p.wait() for p in procs]
-    return time.monotonic() - started, codes
+    ended: dict[int, tuple[int, float, float]] = {}
+    while len(ended) < len(procs):
+        for p in procs:
+            if p.pid in ended:
+                continue
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                ended[pid] = (os.waitstatus_to_exitcode(status), time.monotonic() - started,
+                              usage.ru_utime + usage.ru_stime)
+        time.sleep(0.02)
+    for p in procs:
+        p.returncode = ended[p.pid][0]
+    return (time.monotonic() - started, [ended[p.pid][0] for p in procs],
+            [(p.pid, ended[p.pid][1], ended[p.pid][2]) for p in procs])
+
+
+def _seconds(text: str | None, zero: float) -> str:
+    """A state stamp (ISO 8601, UTC) as seconds from ``zero`` (a timestamp)."""
+    if not text:
+        return "-"
+    when = datetime.fromisoformat(text.rstrip("Z") + "+00:00").timestamp()
+    return f"{when - zero:.2f}"
+
+
+def describe_workers(url: str, name: str, zero: float,
+                     ended: list[tuple[int, float, float]]) -> list[str]:
+    """Each worker's run as the state recorded it (``--timeline``): its start, its first
+    POST's intent and its last answer, its end, in seconds from the workers' launch; the
+    calls it sent, its exit and its CPU seconds."""
+    lines = []
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT r.pid, r.started_at, r.ended_at, min(a.started_at), max(a.finished_at), "
+            "count(a.id) FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE "
+            "r.job_name = %s GROUP BY r.id ORDER BY r.id", [name]).fetchall()
+    by_pid = {pid: (exit_s, cpu) for pid, exit_s, cpu in ended}
+    for pid, start, end, first, last, n in rows:
+        exit_s, cpu = by_pid.get(pid, (None, None))
+        lines.append(f"  worker pid {pid}: started {_seconds(start, zero)}, first POST "
+                     f"{_seconds(first, zero)}, last answer {_seconds(last, zero)}, ended "
+                     f"{_seconds(end, zero)}, exit "
+                     f"{'-' if exit_s is None else f'{exit_s:.2f}'}; {n} calls recorded; "
+                     f"CPU {'-' if cpu is None else f'{cpu:.2f} s'}")
+    return lines
+
+
+def posts_per_second(line: Timeline) -> str:
+    """The POSTs the sandbox received in each second from the launch."""
+    per: list[int] = []
+    before = 0
+    for second in range(int(max((t for t, _, _ in line.samples), default=0)) + 1):
+        upto = max((p for t, p, _ in line.samples if t < second + 1), default=0)
+        per.append(upto - before)
+        before = upto
+    return "  POSTs per second: " + " ".join(str(n) for n in per)
 
 
 def measure(url: str, state: StateLocation, folder: Path, args: argparse.Namespace,
@@ -70,7 +129,15 @@ def measure(url: str, state: StateLocation, folder: Path, args: argparse.Namespa
                          script="scaling.py")
     command = runner_command(job, state, "--concurrency", str(args.concurrency))
     admin(url, "DELETE", "/requests")
-    wall, codes = run_workers(command, workers, where)
+    line = Timeline(url, every=0.1) if args.timeline else None
+    sandbox, database = cpu_seconds(args.sandbox_pid), server_cpu(str(state))
+    zero = time.time()
+    if line is not None:
+        line.start()
+    wall, codes, ended = run_workers(command, workers, where)
+    if line is not None:
+        line.stop()
+    sandbox_after, database_after = cpu_seconds(args.sandbox_pid), server_cpu(str(state))
     counts = {k: int(v) for k, v in admin(url, "GET", "/requests")["counts"].items()}
     n, latency, c = args.items, args.latency_ms, args.concurrency
     ideal = n * 3 * latency / 1000 / (c * workers)
@@ -82,11 +149,37 @@ def measure(url: str, state: StateLocation, folder: Path, args: argparse.Namespa
           f"{'-' if ratio is None else f'{ratio:.2f}'}{verdict}; exit codes {codes}; "
           f"{paid(state, name)}/{n} items confirmed")
     print(f"  calls: {calls(counts, 'POST')}; {calls(counts, 'GET')}")
+    if line is not None:
+        print(f"  {line.describe(wall)}")
+        print(posts_per_second(line))
+        for text in describe_workers(str(state), name, zero, ended):
+            print(text)
+        server = "-" if sandbox is None or sandbox_after is None else \
+            f"{sandbox_after - sandbox:.2f} s"
+        pg = "-" if database is None or database_after is None else \
+            f"{database_after - database:.2f} s"
+        print(f"  CPU: workers {sum(c for _, _, c in ended):.2f} s, sandbox {server}, "
+              f"PostgreSQL {pg}")
     refused = codes.count(LEASE_HELD)
     if refused:
         print(f"  {refused} worker(s) refused with exit {LEASE_HELD} (the job's lease: one run "
               f"works a job at a time), so the batch went at one worker's pace")
     return met and all(code == 0 for code in codes)
+
+
+def server_cpu(url: str) -> float | None:
+    """The CPU seconds of the PostgreSQL server on this machine behind ``url``: its
+    postmaster's, with those of the backends that ended (a parent's children's time), read
+    from /proc; None when it is elsewhere."""
+    with psycopg.connect(url) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+    try:
+        assert backend is not None
+        stat = Path(f"/proc/{backend[0]}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{stat[1]}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -97,18 +190,26 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4", help="worker counts, comma separated")
     parser.add_argument("--state", default=None,
                         help="postgresql://USER@HOST:PORT/DB (default: a throwaway cluster)")
+    parser.add_argument("--keep", metavar="DIR", default=None,
+                        help="write the batches and the workers' logs in DIR, and keep them")
+    parser.add_argument("--timeline", action="store_true",
+                        help="POSTs per second, each worker's times and CPU")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when the target is missed or a worker did not exit 0")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
 
-    with tempfile.TemporaryDirectory(prefix="scaling-") as tmp, \
+    kept = contextlib.nullcontext(args.keep) if args.keep else \
+        tempfile.TemporaryDirectory(prefix="scaling-")
+    with kept as tmp, \
             state_for(args.state, True, None, echo=print) as (state, _):
         assert state is not None
         folder = Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         server = start_sandbox(port, args.latency_ms, folder / "sandbox.log")
+        args.sandbox_pid = server.pid
         try:
             compiled = compile_ahead()
             print(f"scaling benchmark: {args.items} items, sandbox latency "
