@@ -13,13 +13,25 @@ Connections: a small pool (up to ``POOL`` connections, opened as needed, each us
 thread at a time), so that the engine's worker threads commit side by side. Every change is
 one transaction, committed before the method returns.
 
+Round trips: each one costs a wait for the server and for this process's threads (on a busy
+machine, more than the statement), so the changes on every call's path go in one. A single
+statement runs on its own (autocommit: it is its own transaction), and so do the changes of
+one item and its attempts (``begin_attempt``, ``end_attempt``: single-row INSERTs and
+UPDATEs of distinct rows), joined into one statement of data-modifying ``WITH`` parts, which
+PostgreSQL applies together or not at all. What needs the answer of one statement before
+the next (a claim, the lease, the job's finish) is a transaction of several
+(``_with_tx``).
+
 Faults: refused, or the server gone at start, is ``StateUnavailable`` (exit 75) with one
-line. A connection lost mid-run (the server restarted) is retried on a new connection, up to
-``RETRIES`` times with a short back-off (``BACKOFF``: about 15 s in all), when the statement
-failed before its COMMIT was sent: PostgreSQL rolled it back, nothing half-done. A COMMIT
-whose answer was lost is not retried (it may have been applied): ``StateUnavailable``, and
-the next run resumes from what the state holds (an item whose outcome was not recorded is
-in doubt, and is looked up first, rule 3).
+line. A connection that the server closed while it sat in the pool (the server restarted)
+is seen before it is used (it has something to read: the server's goodbye) and replaced.
+A connection lost mid-run is retried on a new connection, up to ``RETRIES`` times with a
+short back-off (``BACKOFF``: about 15 s in all), when nothing of the change can have been
+applied: the connection could not be made, a read, or a transaction whose COMMIT was not
+sent (PostgreSQL rolled it back, nothing half-done). A change whose answer was lost after
+it was sent (its COMMIT, or the single statement) is not retried (it may have been
+applied): ``StateUnavailable``, and the next run resumes from what the state holds (an item
+whose outcome was not recorded is in doubt, and is looked up first, rule 3).
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import contextlib
 import logging
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -55,6 +68,11 @@ BACKOFF = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds before each retry
 CONNECT_TIMEOUT = 10
 _IDS = re.compile(r"-?\d+")
 _RETURNS_ID = re.compile(r"\s*INSERT INTO (runs|attempts|retries) ")
+# The statements that change one row: a new one, or one named by its key (the last
+# parameter). Several of them on distinct rows are joined into one statement (``_joined``).
+_NEW_ROW = re.compile(r"\s*INSERT INTO (\w+) \([\w, ]+\) VALUES \([?, ]+\)\s*", re.S)
+_KEYED_ROW = re.compile(r"\s*UPDATE (\w+) SET (?:(?! WHERE | FROM )[^;(])* "
+                        r"WHERE (id|external_id) = \?\s*", re.S)
 
 
 class _DecimalText(Dumper):
@@ -148,11 +166,17 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         """A connection of the pool for this thread alone (a new one when none is idle and
         fewer than ``POOL`` are open); a broken one is dropped when given back."""
         with self._free:
-            while not self._idle and self._open >= POOL:
-                self._free.wait()
-            conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                self._open += 1
+            while True:
+                while not self._idle and self._open >= POOL:
+                    self._free.wait()
+                conn = self._idle.pop() if self._idle else None
+                if conn is None:
+                    self._open += 1
+                    break
+                if not _closed_by_server(conn):
+                    break
+                conn.close()  # the server went away meanwhile: not used, nothing sent
+                self._open -= 1
         try:
             if conn is None:
                 conn = self._connect()
@@ -200,10 +224,17 @@ class PostgresStore(PostgresWorkers, SqliteStore):
             yield Tx(conn)
 
     def _run(self, *statements: Any) -> int:
+        pairs = list(zip(statements[::2], statements[1::2], strict=True))
+        returns = bool(_RETURNS_ID.match(pairs[0][0]))
+        joined = _joined(pairs, returns)
+        if joined is not None:
+            rows = self._alone(*joined, write=True)
+            return int(rows[0][0] or 0) if returns else 0
+
         def work(tx: Tx) -> int:
             first = None
-            for sql, params in zip(statements[::2], statements[1::2], strict=True):
-                if first is None and _RETURNS_ID.match(sql):
+            for sql, params in pairs:
+                if first is None and returns:
                     [[first]] = tx.execute(sql + " RETURNING id", params).fetchall()
                 else:
                     tx.execute(sql, params)
@@ -212,7 +243,40 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         return self._with_tx(work)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return self._with_tx(lambda tx: tx.dicts(sql, params))
+        names: list[str] = []
+        rows = self._alone(sql, params, write=not sql.lstrip().startswith("SELECT"),
+                           names=names)
+        return [_row(names, values) for values in rows]
+
+    def _alone(self, sql: str, params: Sequence[Any], *, write: bool,
+               names: list[str] | None = None) -> list[tuple[Any, ...]]:
+        """One statement, its own transaction (autocommit): one round trip. Again on a new
+        connection when none could be had, or when the server refused it (rolled back);
+        when the connection is lost once the statement was sent, a read is sent again, a
+        change is StateUnavailable (it may have been applied)."""
+        for attempt in range(RETRIES + 1):
+            try:
+                with self._connection() as conn:
+                    try:
+                        cursor = conn.execute(sql.replace("?", "%s"), list(params))
+                        if cursor.description is None:
+                            return []
+                        if names is not None:
+                            names[:] = [d.name for d in cursor.description]
+                        return cursor.fetchall()
+                    except psycopg.OperationalError as exc:
+                        if write and conn.broken:  # sent, and no answer: maybe applied
+                            raise _lost(exc, self.location) from exc
+                        raise  # refused by the server (rolled back), or a read
+            except psycopg.OperationalError as exc:
+                self._drop_idle()  # lost one, lost all: the server went away
+                if attempt == RETRIES:
+                    raise _unavailable(exc, self.location) from exc
+                self.sleep(BACKOFF[attempt])
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise StateUnusable(f"{self.location}: cannot use the state database: "
+                                    f"{_line(exc)}") from exc
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------ SQLite's own spellings
     def note_approval(self, run_id: int, approval: Approval) -> None:
@@ -293,10 +357,56 @@ def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T], location:
     try:
         conn.execute("COMMIT")
     except psycopg.OperationalError as exc:
-        raise StateUnavailable(f"{location}: the connection to the state database was lost "
-                               f"while a change was committed ({_line(exc)}); run again: "
-                               "the next run resumes") from exc
+        raise _lost(exc, location) from exc
     return result
+
+
+def _lost(exc: psycopg.OperationalError, location: str) -> StateUnavailable:
+    return StateUnavailable(f"{location}: the connection to the state database was lost "
+                            f"while a change was committed ({_line(exc)}); run again: the "
+                            "next run resumes")
+
+
+def _joined(pairs: list[tuple[str, Sequence[Any]]], returns: bool
+            ) -> tuple[str, list[Any]] | None:
+    """The statements as one (``WITH`` parts, each a change, applied together), when each
+    changes one row and no row is changed twice: a new row (INSERT ... VALUES, whose id
+    nobody can name yet), or one named by its key. None otherwise (a transaction of
+    several statements, in order)."""
+    if len(pairs) == 1:
+        sql, params = pairs[0]
+        return (sql + " RETURNING id" if returns else sql), list(params)
+    keys: set[tuple[str, str, Any]] = set()
+    inserted: set[str] = set()
+    by_external_id: set[str] = set()
+    for sql, params in pairs:
+        if (new := _NEW_ROW.fullmatch(sql)) is not None:
+            inserted.add(new[1])
+        elif (keyed := _KEYED_ROW.fullmatch(sql)) is not None and params:
+            key = (keyed[1], keyed[2], params[-1])
+            if key in keys:
+                return None
+            keys.add(key)
+            if keyed[2] == "external_id":
+                by_external_id.add(keyed[1])
+        else:
+            return None
+    if inserted & by_external_id:  # a new row and a named one could be the same
+        return None
+    parts = [f"s{n} AS ({sql}{' RETURNING id' if n == 0 and returns else ''})"
+             for n, (sql, _) in enumerate(pairs)]
+    tail = "SELECT id FROM s0" if returns else "SELECT 0"
+    return f"WITH {', '.join(parts)} {tail}", [p for _, params in pairs for p in params]
+
+
+def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """True when an idle connection of the pool is unusable: closed, or with something to
+    read (an idle session is sent nothing but the server's goodbye when it shuts down)."""
+    if conn.closed or conn.broken:
+        return True
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _fetch(conn: psycopg.Connection[Any], sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
