@@ -174,13 +174,14 @@ def _share(job: Job, options: RunOptions, started: str) -> Share:
 def _finishes(state: StateStore, job_name: str, worker: str, digest: str, round_key: str
               ) -> bool:
     """True for the worker that writes the summary: the only one (SQLite), or the last of
-    the round to finish; the round is over then, and the next run plans again."""
+    the round to finish; the round is over then, and the next run plans again. The round's
+    passes are kept (the next plan forgets them): a worker still leaving the round, between
+    two of its pages, finds each pass at its end rather than new."""
     if not state.shared:
         state.end_passes(job_name)
         return True
     if not state.finish_job(job_name, worker, f"{digest}@{round_key}"):
         return False
-    state.end_passes(job_name)
     state.forget_step(job_name, "plan")
     return True
 
@@ -210,6 +211,7 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
     try:
         with state.job_step(job.name, "plan", flags) as mine:
             if mine:
+                state.end_passes(job.name)  # the rounds before are over
                 stopped, plan = _plan(job, provider, options, flow, run_id, digest)
                 if stopped is not None:  # the step is not recorded done: each worker stops
                     raise PlanRefused(stopped.message)
