@@ -166,7 +166,7 @@ class Pages:
             log.warning("worker %s is gone: its items are taken over", w)
             self.state.expire_claims(self.job_name, w)
         if not gone:
-            sleep(min(1.0, self.ttl / 4))
+            sleep(min(0.25, self.ttl / 4))
         return True
 
     def done(self, entries: Sequence[Entry[Any]]) -> None:

@@ -30,7 +30,7 @@ LARGEST = 2000  # items in a window at most
 FIRST_PER_WORKER = 8
 FIRST_LEAST = 64  # a small batch goes in one window
 GROWTH = 4
-SHARED_PER_WORKER = 16  # items in a window at most, per worker, when processes share a job
+SHARED_PER_WORKER = 64  # items in a window at most, per worker, when processes share a job
 SAFETY = 0.5  # of a quotation's life, at most, from its window's start to its confirm
 
 
@@ -56,7 +56,9 @@ class Windows:
         self.clock = clock
         self.workers = workers
         # Several processes share the job: a window is a page the others cannot take, so
-        # it stays small enough that no worker is left with the batch's tail alone.
+        # it is bounded; near the end of the pass the state hands out smaller pages (a
+        # share of what is left: ``StateStore.claim_next``), so that no worker is left
+        # with the batch's tail alone.
         self.largest = min(LARGEST, max(workers * SHARED_PER_WORKER, FIRST_LEAST)) \
             if shared else LARGEST
         self.size = min(self.largest, max(workers * FIRST_PER_WORKER, FIRST_LEAST))

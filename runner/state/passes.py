@@ -8,7 +8,9 @@ A pass is a cursor over the job's items in row order, named by the run (or, with
 state, by the round of the job the workers share): each ``claim_next`` takes the next page
 after it and moves it on, so the workers of one pass never take an item twice, and an item
 a worker gave back after working it is not taken again in the same pass. Items whose claim
-expired (their worker died) are taken first, wherever they are.
+expired (their worker died) are taken first, wherever they are. With several workers, the
+pages near the end of a pass shrink to a share of what is left (``_share``), so that they
+end it together.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class LocalPasses(LocalWorkers):
 
     def _serialize(self, tx: Any, key: str) -> None:
         """The workers of one pass take their pages one at a time (SQLite: one writer)."""
+
+    def _share(self, tx: Any, job_name: str, ahead: str, params: list[Any], size: int) -> int:
+        """How many of the items ahead of a pass's cursor (``ahead``: the condition, with
+        ``params``) its next page takes, ``size`` at most: all (one worker per job)."""
+        return size
 
     def _dicts(self, tx: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         cursor = tx.execute(sql, params)
@@ -126,9 +133,11 @@ class LocalPasses(LocalWorkers):
             cursor = self._dicts(tx, "SELECT next_row FROM job_passes WHERE job_name = ? AND "
                                      "pass = ?", [job_name, pass_key])
             after = cursor[0]["next_row"] if cursor else -1
-            fresh = self._dicts(tx, claim.format(
-                f"row > ? AND (claimed_by IS NULL OR claim_expires <= {now})"),
-                [worker, *clock, ttl, *args, after, *clock, limit - len(got)])
+            ahead = f"row > ? AND (claimed_by IS NULL OR claim_expires <= {now})"
+            size = self._share(tx, job_name, f"{where} AND {ahead}", [*args, after, *clock],
+                               limit - len(got))
+            fresh = self._dicts(tx, claim.format(ahead),
+                                [worker, *clock, ttl, *args, after, *clock, size])
             if fresh:
                 tx.execute("INSERT INTO job_passes (job_name, pass, next_row) VALUES (?, ?, ?) "
                            "ON CONFLICT (job_name, pass) DO UPDATE SET next_row = "

@@ -12,15 +12,17 @@ rate slot are single statements under row locks or a transaction's advisory lock
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from runner.state.passes import LocalPasses
 from runner.state.records import ItemRecord
-from runner.state.store import now_iso
+from runner.state.store import LEASE_TTL, now_iso
 
 _NOW = "extract(epoch FROM clock_timestamp())"
 _CLAIMABLE = f"(claimed_by IS NULL OR claim_expires <= {_NOW})"
+SHARE_STEP = 8  # items: a page near the end of a pass is a multiple of this, at least
 
 
 class PostgresWorkers(LocalPasses):
@@ -44,6 +46,24 @@ class PostgresWorkers(LocalPasses):
 
     def _dicts(self, tx: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         return tx.dicts(sql, params)  # type: ignore[no-any-return]
+
+    def _share(self, tx: Any, job_name: str, ahead: str, params: list[Any], size: int) -> int:
+        """Near the end of a pass, a page is a fair share of what is left: of the items
+        ahead of the cursor, one live worker's part (rounded up to ``SHARE_STEP``), when
+        that is less than ``size``. The pages shrink as the pass ends, and its workers end
+        it together instead of one working alone through a last large page (guided
+        self-scheduling). Live workers: those whose lease is fresh."""
+        fresh = time.time() - LEASE_TTL
+        live = tx.execute("SELECT (SELECT count(*) FROM leases WHERE job_name = ? AND "
+                          "heartbeat_at > ?) + (SELECT count(*) FROM worker_leases WHERE "
+                          "job_name = ? AND heartbeat_at > ?)",
+                          [job_name, fresh, job_name, fresh]).fetchone()[0]
+        if int(live) <= 1 or size <= SHARE_STEP:
+            return size
+        left = tx.execute(f"SELECT count(*) FROM (SELECT 1 FROM items WHERE {ahead} LIMIT ?) "
+                          "AS ahead", [*params, size * live]).fetchone()[0]
+        share = -(-int(left) // int(live))
+        return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
 
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
                     ttl: float) -> list[ItemRecord]:

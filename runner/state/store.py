@@ -313,7 +313,9 @@ class StateStore(ABC):
         claims: first any whose claim expired (a dead worker's: look it up first, rule 3),
         then the next ones after the pass's cursor, which moves on. Every worker naming the
         same pass shares its cursor: no item is taken twice in a pass, unless its worker
-        died. [] when the pass is over."""
+        died. [] when the pass is over. With several live workers, a page near the pass's
+        end is smaller than ``limit``: a fair share of what is left, so that they end the
+        pass together."""
 
     @abstractmethod
     def claimants(self, job_name: str) -> list[str]:
