@@ -108,3 +108,16 @@ def test_workers_at_once_never_share_an_item_nor_a_step(where: StateLocation) ->
     assert sorted(every) == sorted(f"e{i}" for i in range(200))  # each once
     assert len(steps) == 2 and steps[0].startswith("W") and steps[1].startswith("finish:")
     assert len(set(slots)) == len(slots)  # no slot given twice
+
+
+def test_the_last_pages_of_a_pass_are_shared_among_the_live_workers(
+        where: StateLocation) -> None:
+    with open_store(where) as a, open_store(where) as b:
+        a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(40)])
+        a.acquire_lease(JOB, a.start_run(JOB, "job.yaml"))
+        if a.shared:  # a second worker of the job (SQLite's lease lets one run at a time)
+            b.acquire_lease(JOB, b.start_run(JOB, "job.yaml"))
+        pages = [len(s.claim_next(JOB, name, 32, 60, "r1:work"))
+                 for s, name in ((a, "A"), (b, "B"), (a, "A"), (b, "B"))]
+    # 40 left for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
+    assert pages == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
