@@ -95,6 +95,17 @@ def describe_workers(url: str, name: str, zero: float,
             "SELECT r.pid, r.started_at, r.ended_at, min(a.started_at), max(a.finished_at), "
             "count(a.id) FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE "
             "r.job_name = %s GROUP BY r.id ORDER BY r.id", [name]).fetchall()
+        spans = conn.execute(
+            "SELECT step, count(*), percentile_cont(ARRAY[0.5, 0.9]) WITHIN GROUP (ORDER BY "
+            "span) FROM (SELECT a.step, extract(epoch FROM coalesce(lead(rtrim(a.started_at, "
+            "'Z')::timestamp) OVER (PARTITION BY a.external_id ORDER BY a.id), "
+            "rtrim(a.finished_at, 'Z')::timestamp) - rtrim(a.started_at, 'Z')::timestamp) AS "
+            "span FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.job_name = %s) AS s "
+            "GROUP BY step ORDER BY min(span)", [name]).fetchall()
+    lines.append("  a call's span, from its intent to the item's next intent (the last: to "
+                 "its answer recorded), median and 90th percentile: " + "; ".join(
+                     f"{step} {1000 * p50:.1f} ms, {1000 * p90:.1f} ms"
+                     for step, _, (p50, p90) in spans))
     by_pid = {pid: (exit_s, cpu) for pid, exit_s, cpu in ended}
     for pid, start, end, first, last, n in rows:
         exit_s, cpu = by_pid.get(pid, (None, None))
@@ -150,7 +161,8 @@ def measure(url: str, state: StateLocation, folder: Path, args: argparse.Namespa
           f"{paid(state, name)}/{n} items confirmed")
     print(f"  calls: {calls(counts, 'POST')}; {calls(counts, 'GET')}")
     if line is not None:
-        print(f"  {line.describe(wall)}")
+        print(f"  {line.describe(wall)}; the workers were launched at "
+              f"{datetime.fromtimestamp(zero).strftime('%H:%M:%S.%f')[:-3]} (local time)")
         print(posts_per_second(line))
         for text in describe_workers(str(state), name, zero, ended):
             print(text)
