@@ -1,15 +1,18 @@
 """Cooperating workers at the level of the state: claims with a heartbeat, a job's steps done
-once, the last worker's finish, and the job's shared rate slot. Two store objects on one
-state are two workers; with PostgreSQL they may run at once, on threads of their own."""
+once, the last worker's finish, the job's shared rate slot and its staged plan. Two store
+objects on one state are two workers; with PostgreSQL they may run at once, on threads of
+their own."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 
 from runner.state import ItemRecord, StateLocation, StateStore, open_store
+from runner.state.records import Staged
 
 JOB = "pay-2026-11"
 OPEN = ("pending", "awaiting_confirm")
@@ -121,3 +124,15 @@ def test_the_last_pages_of_a_pass_are_shared_among_the_live_workers(
                  for s, name in ((a, "A"), (b, "B"), (a, "A"), (b, "B"))]
     # 40 left for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
     assert pages == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
+
+
+def test_a_staged_plan_reads_back_as_it_was_staged(where: StateLocation) -> None:
+    staged = [Staged("e1", 1, "new", "e1", "f1", False, '{"to": "Ada"}', "EUR",
+                     Decimal("10.25"), ""),
+              Staged("e2", 2, "resume", "e2", "f2", True, None, None, None, "in doubt: 'x'\t\\"),
+              Staged("e3", 3, "refused", why="held by job other")]
+    with open_store(where) as store:
+        store.stage_plan(JOB, staged[:2])
+        store.stage_plan(JOB, staged[2:])
+        assert store.staged(JOB, ["e1", "e2", "e3", "e4"]) == {s.external_id: s for s in staged}
+        assert list(store.staged_with(JOB, ("new", "resume"))) == staged[:2]

@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from runner.state.passes import LocalPasses
-from runner.state.records import ItemRecord
+from runner.state.passes import LocalPasses, _stored
+from runner.state.records import STAGED, ItemRecord, Staged
 from runner.state.store import LEASE_TTL, now_iso
 
 _NOW = "extract(epoch FROM clock_timestamp())"
@@ -64,6 +64,18 @@ class PostgresWorkers(LocalPasses):
                           "AS ahead", [*params, size * live]).fetchone()[0]
         share = -(-int(left) // int(live))
         return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
+
+    def stage_plan(self, job_name: str, staged: Sequence[Staged]) -> None:
+        """As SQLite's, with COPY: the rows go in one stream, not one statement each."""
+        if not staged:
+            return
+
+        def work(tx: Any) -> None:
+            with tx.conn.cursor() as cursor, cursor.copy(
+                    f"COPY plan_items (job_name, {', '.join(STAGED)}) FROM STDIN") as copy:
+                for s in staged:
+                    copy.write_row([job_name, *(_stored(getattr(s, n)) for n in STAGED)])
+        self._with_tx(work)
 
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
                     ttl: float) -> list[ItemRecord]:
