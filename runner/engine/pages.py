@@ -91,10 +91,13 @@ class Models:
         self.flow = flow
         self._rows: Iterator[Any] | None = None
         self._at: Any = None  # the row the pass is at (an ItemResult), None: not started
+        self._target = 0  # the row sought: those before it are passed over unmade
 
     def _seek(self, row: int) -> ValidItem | None:
+        self._target = row
         if self._at is None or self._at.row > row:
-            self._rows = iter_items(self.job, duplicates=False)
+            self._rows = iter_items(self.job, duplicates=False,
+                                    needed=lambda number: number >= self._target)
             self._at = next(self._rows, None)
         while self._at is not None and self._at.row < row:
             assert self._rows is not None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,10 +131,13 @@ def _read_job_file(file: str) -> bytes:
     return raw
 
 
-def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
+def iter_items(job: Job, duplicates: bool = True,
+               needed: Callable[[int], bool] | None = None) -> Iterator[ItemResult]:
     """Each row of ``job`` as a ``ValidItem`` or an ``InvalidItem``, in file order.
     ``duplicates`` False: an external_id given twice is not looked for (the rows were
-    validated in full before; a run makes its items again by row number)."""
+    validated in full before; a run makes its items again by row number). ``needed``: a
+    row whose number it refuses, when the row is read, is passed over unmade (a run makes
+    again only the items of its pages)."""
     template = ItemTemplate(job)
     if template.problems:
         raise JobErrors(_at_job(job, template.problems))
@@ -145,6 +148,8 @@ def iter_items(job: Job, duplicates: bool = True) -> Iterator[ItemResult]:
         for number, values in source:
             if isinstance(values, JobError):
                 yield InvalidItem(source.name, number, None, [values])
+                continue
+            if needed is not None and not needed(number):
                 continue
             external_id, item, problems = template.render(values)
             if template.over_time:  # as slow on every row: the job's templates are at fault
