@@ -86,6 +86,25 @@ def test_an_attempt_leaves_the_item_in_doubt_until_its_outcome(store: StateStore
     assert store.attempts("a")[1].http_status == 201
 
 
+def test_an_answer_is_recorded_with_the_next_calls_intent(store: StateStore) -> None:
+    store.insert_items([record("a"), record("b", 3)])
+    run_id = store.start_run(JOB, "job.yaml")
+    quoted = store.begin_attempt(run_id, "a", "quotation", {"external_id": "a"})
+    created = store.begin_attempt(run_id, "a", "transaction", {"quotation_id": 7},
+                                  answered=(quoted, {"step": "quoted", "quotation_id": 7,
+                                                     "source_amount": Decimal("9.50")}))
+    item = store.item("a")
+    assert item is not None and (item.intent, item.step, item.quotation_id,
+                                 item.source_amount) == ("transaction", "quoted", 7,
+                                                         Decimal("9.50"))
+    attempts = store.attempts("a")
+    assert [(x.id, x.step, x.result, x.http_status) for x in attempts] == [
+        (quoted, "quotation", "ok", 200), (created, "transaction", None, None)]
+    assert attempts[0].finished_at is not None and attempts[1].finished_at is None
+    other = store.item("b")
+    assert other is not None and (other.intent, other.step) == (None, "new")
+
+
 def test_one_live_run_holds_a_jobs_lease(store: StateStore, where: StateLocation) -> None:
     """With SQLite; with PostgreSQL a second run is a worker of the same job, with a lease
     of its own: the job shows as running while either lives."""
