@@ -136,3 +136,15 @@ def test_a_staged_plan_reads_back_as_it_was_staged(where: StateLocation) -> None
         store.stage_plan(JOB, staged[2:])
         assert store.staged(JOB, ["e1", "e2", "e3", "e4"]) == {s.external_id: s for s in staged}
         assert list(store.staged_with(JOB, ("new", "resume"))) == staged[:2]
+
+
+def test_a_page_given_up_unfinished_is_taken_over_in_the_same_pass(
+        two: tuple[StateStore, StateStore]) -> None:
+    a, b = two
+    given_up = ids(a.claim_next(JOB, "A", 4, 60, "r1:work"))
+    assert given_up == ["e1", "e2", "e3", "e4"]
+    a.expire_claims(JOB, "A")  # A stops in the middle of its page (an error, a signal)
+    assert a.finish_job(JOB, "A", "r1") is True  # no live claim: A may end the round ...
+    # ... and what it gave up is still anyone's to take, first, though the pass is past it.
+    assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == given_up
+    assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == ["e5", "e6", "e7", "e8"]

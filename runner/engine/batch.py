@@ -156,11 +156,12 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
 
 
 def _give_back(state: StateStore, job_name: str, worker: str) -> None:
-    """The worker's claims given back; when the state cannot be written they expire."""
+    """The claims the worker still holds (a page it did not finish) given up: another
+    worker takes them over at once; when the state cannot be written they expire."""
     try:
-        state.release_claims(job_name, worker)
+        state.expire_claims(job_name, worker)
     except StateError as exc:
-        log.warning("the claims of this worker could not be given back (they expire): %s",
+        log.warning("the claims of this worker could not be given up (they expire): %s",
                     exc)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from runner.engine.flow import Entry, Flow, fingerprint
 from runner.engine.funds import estimate
 from runner.engine.plan import TO_PAY, PlannedItem
+from runner.errors import StateError
 from runner.job import Job, ValidItem, iter_items
 from runner.state import ItemRecord, StateStore
 from runner.state.records import Staged
@@ -171,6 +172,16 @@ class Pages:
         if not gone:
             sleep(min(0.25, self.ttl / 4))
         return True
+
+    def give_up(self) -> None:
+        """Give back, unfinished, the page the worker holds (it stops: an error, a signal):
+        its items are any other worker's to take over at once, as a dead worker's (what is
+        in doubt looked up first); when the state cannot be written, its claims expire."""
+        try:
+            self.state.expire_claims(self.job_name, self.worker)
+        except StateError as exc:
+            log.warning("the claims of this worker could not be given up (they expire): %s",
+                        exc)
 
     def done(self, entries: Sequence[Entry[Any]]) -> None:
         """Give the page back."""

@@ -115,9 +115,15 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
         started = windows.start(window)
         try:
             ending = _window(job, share, flow, phase, pages, window, len(windows.sizes) > 1)
+        except BaseException:
+            pages.give_up()
+            raise
         finally:
             windows.end(window, started)
-            pages.done(window)
+        if share.stop.is_set() or phase.problems:  # the window may be unfinished
+            pages.give_up()
+            break
+        pages.done(window)
         if ending is not None:
             return ending
     if len(windows.sizes) > 1:

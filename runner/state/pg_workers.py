@@ -115,8 +115,9 @@ class PostgresWorkers(LocalPasses):
         def work(tx: Any) -> bool:
             tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))",
                        [f"runner:finish:{job_name}"])
-            tx.execute("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE "
-                       "job_name = ? AND claimed_by = ?", [job_name, worker])
+            tx.execute(f"UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE "
+                       f"job_name = ? AND claimed_by = ? AND claim_expires > {_NOW}",
+                       [job_name, worker])  # what it gave up stays for another to take over
             busy = tx.execute(f"SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT "
                               f"NULL AND claim_expires > {_NOW} LIMIT 1", [job_name])
             if busy.fetchone() is not None:

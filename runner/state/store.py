@@ -260,11 +260,12 @@ class StateStore(ABC):
 
     @abstractmethod
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
-        """The worker has no more work (``claim_items`` gave it nothing): its claims are
-        released. True for exactly one worker per ``key`` (e.g. the inputs' digest and when
-        the plan was recorded): the last to finish, when no other worker holds a live claim
-        on the job's items. That worker writes the summary (and its email); its exit code
-        is the summary's."""
+        """The worker has no more work (``claim_items`` gave it nothing): its live claims
+        are released (those it gave up stay expired, for another to take over). True for
+        exactly one worker per ``key`` (e.g. the inputs' digest and when the plan was
+        recorded): the last to finish, when no other worker holds a live claim on the job's
+        items. That worker writes the summary (and its email); its exit code is the
+        summary's."""
 
     @abstractmethod
     def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
@@ -323,8 +324,9 @@ class StateStore(ABC):
 
     @abstractmethod
     def expire_claims(self, job_name: str, worker: str) -> None:
-        """The worker is known dead (its process is gone from this host): its claims
-        expire now, for another to take its items over."""
+        """The worker is known dead (its process is gone from this host), or gives up the
+        page it holds unfinished (it stops): its claims expire now, for another to take its
+        items over (``claim_next`` takes them first)."""
 
     @abstractmethod
     def drop_claims(self, job_name: str) -> None:

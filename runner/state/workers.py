@@ -70,7 +70,8 @@ class LocalWorkers(StateStore):
                   [job_name, step, digest, now_iso()])
 
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
-        self.release_claims(job_name, worker)
+        self._run("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE job_name = ? "
+                  "AND claimed_by = ? AND claim_expires > ?", [job_name, worker, time.time()])
         if self._rows("SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT NULL "
                       "AND claim_expires > ? LIMIT 1", [job_name, time.time()]):
             return False  # another worker still works (none does, under the lease)
