@@ -183,6 +183,16 @@ class Pages:
             log.warning("the claims of this worker could not be given up (they expire): %s",
                         exc)
 
+    def hand_on(self, entries: Sequence[Entry[Any]],
+                onward: Callable[[Entry[Any]], bool]) -> None:
+        """Give the page back, but hand those of its entries ``onward`` picks on to the next
+        pass: their claims expire, so that the next pass of any worker takes them first,
+        even where its cursor went past them while this page held them."""
+        kept = [e.external_id for e in entries if not onward(e)]
+        if kept:
+            self.state.release_claims(self.job_name, self.worker, kept)
+        self.give_up()
+
     def done(self, entries: Sequence[Entry[Any]]) -> None:
         """Give the page back."""
         self.state.release_claims(self.job_name, self.worker,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.engine.flow import Entry, Flow
-from runner.engine.pages import Pages
+from runner.engine.pages import PAGE, Pages
 from runner.engine.phases import UNREACHABLE, Crew, Phase, PhaseStart, Progress
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
@@ -69,9 +69,16 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
         if retrying and not share.confirm_only:
             _retry(flow, phase, pages)
         # A money-moving call in doubt may have moved money already: learn its fate before
-        # counting costs for the funds check or leaving it for `runner confirm`.
-        for page in pages.over("doubt", intent=flow.commit_step):
-            phase.run("look up", flow.settle_doubt, page)
+        # counting costs for the funds check or leaving it for `runner confirm`. What a
+        # lookup settles goes on to the windows (of any worker: taken first, even where
+        # their pass is past it); what stays in doubt is given back.
+        while (page := pages.next("doubt", PAGE, intent=flow.commit_step)) is not None:
+            try:
+                phase.run("look up", flow.settle_doubt, page)
+            except BaseException:
+                pages.give_up()
+                raise
+            pages.hand_on(page, lambda e: e.record.intent != flow.commit_step)
         ending = _windows(job, share, flow, phase, pages)
         if ending is not None:
             return ending
