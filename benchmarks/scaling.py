@@ -11,8 +11,18 @@ It prints the wall time, the ideal N x 3 x L / (C x W) (three POSTs per item at 
 C at a time in each of W workers, nothing else), their ratio, the POSTs the sandbox received
 (3 x N when nothing is sent twice) and each worker's exit code.
 
+``--timeline`` says where the time went: the POSTs the sandbox received in each second
+(sampled every 0.1 s), each step's call span (from its intent to the item's next intent,
+as the state's attempts record them: median and 90th percentile, against L), and for each
+worker when it started its run, sent its first POST, had its last answer and ended its run
+(the state's runs and attempts, in seconds from the launch), its exit and its CPU seconds
+(``os.wait4``), with the CPU seconds of the sandbox and of PostgreSQL (its postmaster's and
+ended backends', from /proc, when the server is on this machine). ``--keep DIR`` writes the
+batches and the workers' logs in DIR and leaves them there.
+
     .venv/bin/python benchmarks/scaling.py                    # 4000 items, 50 ms, C = 8
     .venv/bin/python benchmarks/scaling.py --items 400 --workers 1,2
+    .venv/bin/python benchmarks/scaling.py --workers 4 --timeline --keep /tmp/scaling
 
 Target: within 1.3 x the ideal at 4 workers (on 2 cores). Where a job is worked by one run
 at a time, every worker but one is refused with exit 75 (the job's lease) and the batch goes
