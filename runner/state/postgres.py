@@ -40,7 +40,6 @@ import contextlib
 import logging
 import os
 import re
-import select
 import socket
 import threading
 import time
@@ -51,11 +50,22 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.adapt import Dumper
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
 from runner.state.history import Approval
+from runner.state.pg_wire import (
+    DecimalText,
+    Tx,
+    closed_by_server,
+    committed,
+    connect_error,
+    dict_row,
+    fetch,
+    first_line,
+    joined,
+    lost,
+)
 from runner.state.pg_workers import PostgresWorkers
 from runner.state.sqlite import SqliteStore
 from runner.state.store import LEASE_TTL
@@ -66,52 +76,7 @@ POOL = 8
 RETRIES = 6
 BACKOFF = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)  # seconds before each retry
 CONNECT_TIMEOUT = 10
-_IDS = re.compile(r"-?\d+")
 _RETURNS_ID = re.compile(r"\s*INSERT INTO (runs|attempts|retries) ")
-# The statements that change one row: a new one, or one named by its key (the last
-# parameter). Several of them on distinct rows are joined into one statement (``_joined``).
-_NEW_ROW = re.compile(r"\s*INSERT INTO (\w+) \([\w, ]+\) VALUES \([?, ]+\)\s*", re.S)
-_KEYED_ROW = re.compile(r"\s*UPDATE (\w+) SET (?:(?! WHERE | FROM )[^;(])* "
-                        r"WHERE (id|external_id) = \?\s*", re.S)
-
-
-class _DecimalText(Dumper):
-    """Amounts are stored as their exact text, as in SQLite."""
-
-    oid = psycopg.adapters.types["text"].oid
-
-    def dump(self, obj: Decimal) -> bytes:
-        return str(obj).encode()
-
-
-class Tx:
-    """One connection inside one transaction, spoken to as SQLite is: ``?`` parameters."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        return self.conn.execute(sql.replace("?", "%s"), list(params))
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(sql.replace("?", "%s"), rows)
-
-    def dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        cursor = self.execute(sql, params)
-        if cursor.description is None:
-            return []
-        names = [d.name for d in cursor.description]
-        return [_row(names, values) for values in cursor.fetchall()]
-
-
-def _row(names: list[str], values: Sequence[Any]) -> dict[str, Any]:
-    row = dict(zip(names, values, strict=True))
-    for name in ("quotation_id", "transaction_id"):  # SQLite's integer affinity
-        value = row.get(name)
-        if isinstance(value, str) and _IDS.fullmatch(value):
-            row[name] = int(value)
-    return row
 
 
 class PostgresStore(PostgresWorkers, SqliteStore):
@@ -133,11 +98,11 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         try:
             first = self._connect()
         except psycopg.OperationalError as exc:
-            raise _connect_error(exc, location) from exc
+            raise connect_error(exc, location) from exc
         self._open = 1
         try:
             with first.transaction():
-                pg_schema.migrate(lambda sql, params: _fetch(first, sql, params), location,
+                pg_schema.migrate(lambda sql, params: fetch(first, sql, params), location,
                                   create)
         except BaseException:
             first.close()
@@ -147,7 +112,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
     def _connect(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self.conninfo, autocommit=True,
                                connect_timeout=CONNECT_TIMEOUT, application_name="runner")
-        conn.adapters.register_dumper(Decimal, _DecimalText)
+        conn.adapters.register_dumper(Decimal, DecimalText)
         return conn
 
     def close(self) -> None:
@@ -173,7 +138,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                 if conn is None:
                     self._open += 1
                     break
-                if not _closed_by_server(conn):
+                if not closed_by_server(conn):
                     break
                 conn.close()  # the server went away meanwhile: not used, nothing sent
                 self._open -= 1
@@ -206,7 +171,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         for attempt in range(RETRIES + 1):
             try:
                 with self._connection() as conn:
-                    return _committed(conn, work, self.location)
+                    return committed(conn, work, self.location)
             except psycopg.OperationalError as exc:
                 self._drop_idle()  # lost one, lost all: the server went away
                 if attempt == RETRIES:
@@ -214,7 +179,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                 self.sleep(BACKOFF[attempt])
             except psycopg.errors.InsufficientPrivilege as exc:
                 raise StateUnusable(f"{self.location}: cannot use the state database: "
-                                    f"{_line(exc)}") from exc
+                                    f"{first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
     @contextlib.contextmanager
@@ -226,9 +191,9 @@ class PostgresStore(PostgresWorkers, SqliteStore):
     def _run(self, *statements: Any) -> int:
         pairs = list(zip(statements[::2], statements[1::2], strict=True))
         returns = bool(_RETURNS_ID.match(pairs[0][0]))
-        joined = _joined(pairs, returns)
-        if joined is not None:
-            rows = self._alone(*joined, write=True)
+        one = joined(pairs, returns)
+        if one is not None:
+            rows = self._alone(*one, write=True)
             return int(rows[0][0] or 0) if returns else 0
 
         def work(tx: Tx) -> int:
@@ -246,7 +211,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         names: list[str] = []
         rows = self._alone(sql, params, write=not sql.lstrip().startswith("SELECT"),
                            names=names)
-        return [_row(names, values) for values in rows]
+        return [dict_row(names, values) for values in rows]
 
     def _alone(self, sql: str, params: Sequence[Any], *, write: bool,
                names: list[str] | None = None) -> list[tuple[Any, ...]]:
@@ -266,7 +231,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                         return cursor.fetchall()
                     except psycopg.OperationalError as exc:
                         if write and conn.broken:  # sent, and no answer: maybe applied
-                            raise _lost(exc, self.location) from exc
+                            raise lost(exc, self.location) from exc
                         raise  # refused by the server (rolled back), or a read
             except psycopg.OperationalError as exc:
                 self._drop_idle()  # lost one, lost all: the server went away
@@ -275,7 +240,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                 self.sleep(BACKOFF[attempt])
             except psycopg.errors.InsufficientPrivilege as exc:
                 raise StateUnusable(f"{self.location}: cannot use the state database: "
-                                    f"{_line(exc)}") from exc
+                                    f"{first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------ SQLite's own spellings
@@ -344,89 +309,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
 
 
 
-def _committed(conn: psycopg.Connection[Any], work: Callable[[Tx], T], location: str) -> T:
-    """``work`` between BEGIN and COMMIT; a COMMIT whose answer was lost (it may have been
-    applied) is StateUnavailable, which is never retried."""
-    conn.execute("BEGIN")
-    try:
-        result = work(Tx(conn))
-    except BaseException:
-        if not conn.broken:
-            conn.execute("ROLLBACK")
-        raise
-    try:
-        conn.execute("COMMIT")
-    except psycopg.OperationalError as exc:
-        raise _lost(exc, location) from exc
-    return result
-
-
-def _lost(exc: psycopg.OperationalError, location: str) -> StateUnavailable:
-    return StateUnavailable(f"{location}: the connection to the state database was lost "
-                            f"while a change was committed ({_line(exc)}); run again: the "
-                            "next run resumes")
-
-
-def _joined(pairs: list[tuple[str, Sequence[Any]]], returns: bool
-            ) -> tuple[str, list[Any]] | None:
-    """The statements as one (``WITH`` parts, each a change, applied together), when each
-    changes one row and no row is changed twice: a new row (INSERT ... VALUES, whose id
-    nobody can name yet), or one named by its key. None otherwise (a transaction of
-    several statements, in order)."""
-    if len(pairs) == 1:
-        sql, params = pairs[0]
-        return (sql + " RETURNING id" if returns else sql), list(params)
-    keys: set[tuple[str, str, Any]] = set()
-    inserted: set[str] = set()
-    by_external_id: set[str] = set()
-    for sql, params in pairs:
-        if (new := _NEW_ROW.fullmatch(sql)) is not None:
-            inserted.add(new[1])
-        elif (keyed := _KEYED_ROW.fullmatch(sql)) is not None and params:
-            key = (keyed[1], keyed[2], params[-1])
-            if key in keys:
-                return None
-            keys.add(key)
-            if keyed[2] == "external_id":
-                by_external_id.add(keyed[1])
-        else:
-            return None
-    if inserted & by_external_id:  # a new row and a named one could be the same
-        return None
-    parts = [f"s{n} AS ({sql}{' RETURNING id' if n == 0 and returns else ''})"
-             for n, (sql, _) in enumerate(pairs)]
-    tail = "SELECT id FROM s0" if returns else "SELECT 0"
-    return f"WITH {', '.join(parts)} {tail}", [p for _, params in pairs for p in params]
-
-
-def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:
-    """True when an idle connection of the pool is unusable: closed, or with something to
-    read (an idle session is sent nothing but the server's goodbye when it shuts down)."""
-    if conn.closed or conn.broken:
-        return True
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN)
-    return bool(poller.poll(0))
-
-
-def _fetch(conn: psycopg.Connection[Any], sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    cursor = conn.execute(sql, params)
-    return cursor.fetchall() if cursor.description is not None else []
-
-
-def _line(exc: BaseException) -> str:
-    """The first line of a driver's message (libpq adds hints on lines of their own)."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _connect_error(exc: psycopg.OperationalError, location: str) -> StateError:
-    if exc.sqlstate and exc.sqlstate[:2] in ("28", "3D"):  # authentication; no such database
-        return StateUnusable(f"{location}: cannot use the state database: {_line(exc)}")
-    return StateUnavailable(f"{location}: cannot reach the state database: {_line(exc)}; "
-                            "try later")
-
-
 def _unavailable(exc: psycopg.OperationalError, location: str) -> StateUnavailable:
     return StateUnavailable(f"{location}: the state database stayed unreachable after "
-                            f"{RETRIES} retries: {_line(exc)}; run again: the next run "
+                            f"{RETRIES} retries: {first_line(exc)}; run again: the next run "
                             "resumes (what is recorded is safe)")
