@@ -29,6 +29,9 @@ class PostgresWorkers(LocalPasses):
     """The coordination methods, concurrent: ``_with_tx`` and ``_connection`` are the
     store's (``runner.state.postgres``)."""
 
+    _GREATEST = "greatest"
+    _DISTINCT = "IS DISTINCT FROM"
+
     def _with_tx(self, work: Any) -> Any:
         raise NotImplementedError
 
@@ -122,18 +125,5 @@ class PostgresWorkers(LocalPasses):
                               f"NULL AND claim_expires > {_NOW} LIMIT 1", [job_name])
             if busy.fetchone() is not None:
                 return False
-            return bool(tx.dicts(
-                "INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
-                "(?, 'finish', ?, ?, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
-                "excluded.digest, done_by = excluded.done_by, done_at = excluded.done_at "
-                "WHERE job_steps.digest IS DISTINCT FROM excluded.digest RETURNING digest",
-                [job_name, key, worker, now_iso()]))
+            return self._mark_finished(tx.dicts, job_name, worker, key)
         return bool(self._with_tx(work))
-
-    def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
-        span = interval * count
-        rows = self._rows(
-            "INSERT INTO rate_slots (job_name, next_at) VALUES (?, ?) ON CONFLICT (job_name) "
-            "DO UPDATE SET next_at = greatest(rate_slots.next_at, ?) + ? RETURNING next_at",
-            [job_name, now + span, now, span])
-        return float(rows[0]["next_at"]) - span

@@ -168,10 +168,15 @@ class PostgresStore(PostgresWorkers, SqliteStore):
     def _with_tx(self, work: Callable[[Tx], T]) -> T:
         """``work`` in one committed transaction; again on a new connection when the
         connection was lost before the COMMIT (see the module's docs for the bound)."""
+        return self._retried(lambda conn: committed(conn, work, self.location))
+
+    def _retried(self, once: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``once`` on a connection of the pool; again on a new connection, up to
+        ``RETRIES`` times, when it raises OperationalError (nothing of it was applied)."""
         for attempt in range(RETRIES + 1):
             try:
                 with self._connection() as conn:
-                    return committed(conn, work, self.location)
+                    return once(conn)
             except psycopg.OperationalError as exc:
                 self._drop_idle()  # lost one, lost all: the server went away
                 if attempt == RETRIES:
@@ -219,29 +224,19 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         connection when none could be had, or when the server refused it (rolled back);
         when the connection is lost once the statement was sent, a read is sent again, a
         change is StateUnavailable (it may have been applied)."""
-        for attempt in range(RETRIES + 1):
+        def once(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             try:
-                with self._connection() as conn:
-                    try:
-                        cursor = conn.execute(sql.replace("?", "%s"), list(params))
-                        if cursor.description is None:
-                            return []
-                        if names is not None:
-                            names[:] = [d.name for d in cursor.description]
-                        return cursor.fetchall()
-                    except psycopg.OperationalError as exc:
-                        if write and conn.broken:  # sent, and no answer: maybe applied
-                            raise lost(exc, self.location) from exc
-                        raise  # refused by the server (rolled back), or a read
+                cursor = conn.execute(sql.replace("?", "%s"), list(params))
+                if cursor.description is None:
+                    return []
+                if names is not None:
+                    names[:] = [d.name for d in cursor.description]
+                return cursor.fetchall()
             except psycopg.OperationalError as exc:
-                self._drop_idle()  # lost one, lost all: the server went away
-                if attempt == RETRIES:
-                    raise _unavailable(exc, self.location) from exc
-                self.sleep(BACKOFF[attempt])
-            except psycopg.errors.InsufficientPrivilege as exc:
-                raise StateUnusable(f"{self.location}: cannot use the state database: "
-                                    f"{first_line(exc)}") from exc
-        raise AssertionError("unreachable")
+                if write and conn.broken:  # sent, and no answer: maybe applied
+                    raise lost(exc, self.location) from exc
+                raise  # refused by the server (rolled back), or a read
+        return self._retried(once)
 
     # ------------------------------------------------------------ SQLite's own spellings
     def note_approval(self, run_id: int, approval: Approval) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from runner.state.records import ItemRecord
@@ -22,6 +22,10 @@ _CLAIMABLE = "(claimed_by IS NULL OR claim_expires <= ?)"
 
 class LocalWorkers(StateStore):
     """The coordination methods over ``_run`` and ``_rows`` (``?`` parameters)."""
+
+    # The backend's SQL for the larger of two values, and for "differs, NULL included".
+    _GREATEST = "max"
+    _DISTINCT = "IS NOT"
 
     def _run(self, *statements: Any) -> int:
         raise NotImplementedError
@@ -75,18 +79,24 @@ class LocalWorkers(StateStore):
         if self._rows("SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT NULL "
                       "AND claim_expires > ? LIMIT 1", [job_name, time.time()]):
             return False  # another worker still works (none does, under the lease)
-        return bool(self._rows(
+        return self._mark_finished(self._rows, job_name, worker, key)
+
+    def _mark_finished(self, rows: Callable[[str, list[Any]], list[Any]], job_name: str,
+                       worker: str, key: str) -> bool:
+        """The job's finish recorded for ``key`` by ``worker``: True unless it already was."""
+        return bool(rows(
             "INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
             "(?, 'finish', ?, ?, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
             "excluded.digest, done_by = excluded.done_by, done_at = excluded.done_at "
-            "WHERE job_steps.digest IS NOT excluded.digest RETURNING digest",
+            f"WHERE job_steps.digest {self._DISTINCT} excluded.digest RETURNING digest",
             [job_name, key, worker, now_iso()]))
 
     def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
         span = interval * count
         rows = self._rows(
             "INSERT INTO rate_slots (job_name, next_at) VALUES (?, ?) ON CONFLICT (job_name) "
-            "DO UPDATE SET next_at = max(rate_slots.next_at, ?) + ? RETURNING next_at",
+            f"DO UPDATE SET next_at = {self._GREATEST}(rate_slots.next_at, ?) + ? "
+            "RETURNING next_at",
             [job_name, now + span, now, span])
         return float(rows[0]["next_at"]) - span
 
