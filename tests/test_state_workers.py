@@ -148,3 +148,19 @@ def test_a_page_given_up_unfinished_is_taken_over_in_the_same_pass(
     # ... and what it gave up is still anyone's to take, first, though the pass is past it.
     assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == given_up
     assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == ["e5", "e6", "e7", "e8"]
+
+
+def test_poll_passes_walked_by_a_worker_that_died_start_again(
+        two: tuple[StateStore, StateStore]) -> None:
+    """A worker that polled, then died, leaves its round's poll passes walked to their end;
+    items confirmed after it went by would be left unread by the round's other workers:
+    a worker that starts polling starts those passes again, and no other."""
+    a, _ = two
+    for name in ("r1:poll0", "r1:work"):
+        while a.claim_next(JOB, "A", 4, 60, name):
+            pass
+        a.release_claims(JOB, "A")
+    assert a.claim_next(JOB, "A", 4, 60, "r1:poll0") == []  # walked past every item
+    a.restart_passes(JOB, "r1:poll")
+    assert ids(a.claim_next(JOB, "A", 4, 60, "r1:poll0"))[:1] == ["e1"]
+    assert a.claim_next(JOB, "A", 4, 60, "r1:work") == []  # the other passes go on

@@ -198,6 +198,10 @@ class Pages:
         self.state.release_claims(self.job_name, self.worker,
                                   [e.external_id for e in entries])
 
+    def restart(self, prefix: str) -> None:
+        """The passes whose names start with ``prefix`` start again from the first page."""
+        self.state.restart_passes(self.job_name, f"{self.round}:{prefix}")
+
     def over(self, name: str, size: int = PAGE, **only: Any) -> Iterator[list[Entry[Any]]]:
         """Every page of the pass ``name``, each given back once the caller is done."""
         while (page := self.next(name, size, **only)) is not None:

@@ -190,6 +190,10 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
     never be followed."""
     before = share.started if wait <= 0 else None
     deadline = share.clock() + wait
+    # Workers of one round share its passes. One that polled and died may have left a poll
+    # pass walked past items confirmed after it went by: this worker starts them again (at
+    # worst another live worker reads some statuses twice).
+    pages.restart("poll")
     interval = 0.2
     rounds = 0
     while not phase.stop.is_set():

@@ -164,6 +164,10 @@ class LocalPasses(LocalWorkers):
     def end_passes(self, job_name: str) -> None:
         self._run("DELETE FROM job_passes WHERE job_name = ?", [job_name])
 
+    def restart_passes(self, job_name: str, prefix: str) -> None:
+        self._run("DELETE FROM job_passes WHERE job_name = ? AND substr(pass, 1, ?) = ?",
+                  [job_name, len(prefix), prefix])
+
     def step_done_at(self, job_name: str, step: str) -> str | None:
         rows = self._rows("SELECT done_at FROM job_steps WHERE job_name = ? AND step = ?",
                           [job_name, step])

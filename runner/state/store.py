@@ -338,6 +338,11 @@ class StateStore(ABC):
         """Forget the cursors of the job's passes (its round of work is over)."""
 
     @abstractmethod
+    def restart_passes(self, job_name: str, prefix: str) -> None:
+        """Forget the cursors of the job's passes whose names start with ``prefix``: the
+        next page of each is its first again."""
+
+    @abstractmethod
     def step_done_at(self, job_name: str, step: str) -> str | None:
         """When the job's ``step`` (``job_step``) was last done; None: not done."""
 
