@@ -358,10 +358,12 @@ def test_a_run_killed_mid_operations_leaves_what_was_in_flight_unknown(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     orders = {f"o{n}": create_order(sb, f"o{n}", "50.00")["id"] for n in range(6)}
     rows = [op(f"c{n}", f"o{n}", "50.00") for n in range(6)]
-    path = job(tmp_path, sb, "charge", rows, concurrency=2, timeout="30s")
-    # The first charge is made but its answer held: the kill comes while it is in flight.
+    # One call at a time: the first charge to arrive is the first made (calls arriving
+    # together may pass the sandbox's latency in any order). It is made but its answer held
+    # for longer than any loaded machine takes to kill: the kill comes while it is in flight.
+    path = job(tmp_path, sb, "charge", rows, concurrency=1, timeout="90s")
     adm.faults({"*": {"latency_ms": 5}, "operations": {"latency_ms": 5, "slow_next": 1}},
-               slow_seconds=3)
+               slow_seconds=60)
     kill_when(run_process(path, state), lambda: len(operations(sb)) >= 1)
     held = operations(sb)[0]["external_id"]
     in_flight = {e for e, r in items(state, JOB).items() if r["intent"]}
