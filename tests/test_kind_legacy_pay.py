@@ -266,7 +266,7 @@ def test_an_issuer_that_stays_unavailable_ends_the_run_with_75_and_nothing_made(
 def test_a_run_killed_with_a_pay_in_flight_leaves_it_unknown(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     # The sandbox makes the order, then holds the answer; the runner is killed meanwhile.
-    adm.faults({"legacy": {"slow_next": 1}}, slow_seconds=2)
+    adm.faults({"legacy": {"slow_next": 1}}, slow_seconds=10)
     job = write_job(tmp_path, sb, [("a", "10.00", "json", CARD)], timeout="30s")
     child = subprocess.Popen([sys.executable, "-m", "runner", "run", str(job), "--yes",
                               "--state", str(state), "-q"], cwd=tmp_path,
