@@ -161,3 +161,30 @@ def test_the_rate_limit_holds_for_every_worker_together(
     with open_store(pg_url) as store:
         slot = store.rate_slot(JOB, 1 / 40, now=started)  # the next free one
     assert calls >= 72 and slot - started >= (calls - 1) / 40, (calls, slot - started)
+
+
+def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
+        sb: Any, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead worker's claims expire between the live worker's last page (none free) and
+    its look at who still holds claims (nobody alive): the items are taken over, not left
+    for the next run."""
+    from runner.engine.pages import Pages
+
+    job = write_job(tmp_path, sb, rows(4), prefix="x", concurrency=2)
+    assert run(job, pg_url, confirm=False).exit_code == 0
+    dead = "elsewhere:4343:dead"
+    with open_store(pg_url) as store:
+        held = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
+    assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
+    look = Pages.wait_for_others
+
+    def expiring_first(pages: Pages, sleep: Callable[[float], None]) -> bool:
+        with open_store(pg_url) as store:
+            store.expire_claims(JOB, dead)  # as its claims' time running out does
+        return look(pages, sleep)
+
+    monkeypatch.setattr(Pages, "wait_for_others", expiring_first)
+    result = run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)
+    assert result.summary is not None
+    assert (result.exit_code, dict(result.summary.counts)) == (0, {"settled": 4})
+    assert confirmed(sb) == {f"x-e{i:04d}": 1 for i in range(4)}

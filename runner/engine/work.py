@@ -118,7 +118,10 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
         if window is None:
             if pages.wait_for_others(share.sleep):
                 continue  # what a worker that died held is taken over when it expires
-            break
+            # No live claim left: a claim that expired since the look above is taken now.
+            window = pages.next("work", windows.size)
+            if window is None:
+                break
         started = windows.start(window)
         try:
             ending = _window(job, share, flow, phase, pages, window, len(windows.sizes) > 1)
