@@ -8,7 +8,10 @@ confirmed (its ``meta``), its balances over HTTP, and its request log.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -203,3 +206,15 @@ def sent_for(state: Path, external_id: str, created: str
         out.append((a.step, request.get("external_id") or request.get(created),
                     a.result, a.code))
     return out
+
+
+def runner_process(job: Path, state: Path, log: Path) -> subprocess.Popen[bytes]:
+    """`runner run JOB --yes --state S` in a process of its own, stderr to ``log``."""
+    env = dict(os.environ)
+    repo = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
+    with log.open("wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "runner", "run", str(job), "--yes",
+                                 "--state", str(state)], env=env, cwd=job.parent,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err)

@@ -12,10 +12,7 @@ intent): the next run finds the transaction in doubt, looks it up and confirms i
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,12 +27,12 @@ from engine_support import (
     outcomes,
     quotations,
     run,
+    runner_process,
     write_job,
 )
 
 from runner.sandbox import RunningSandbox
 
-REPO = Path(__file__).resolve().parent.parent
 ITEM = "pay-a"
 ROW = "a,1,10.00,+254700000001\n"
 
@@ -52,16 +49,6 @@ KILLS = {
 }
 
 
-def _runner(job: Path, state: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    with log.open("wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "runner", "run", str(job), "--yes",
-                                 "--state", str(state)], env=env, cwd=job.parent,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err)
-
-
 @pytest.mark.parametrize("point", list(KILLS))
 def test_a_kill_between_any_two_transactions_of_an_item_pays_it_once(
         point: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
@@ -70,7 +57,7 @@ def test_a_kill_between_any_two_transactions_of_an_item_pays_it_once(
     adm.faults({"*": {"latency_ms": 150}})
     job = write_job(tmp_path, sb, ROW, concurrency=1)
     log = tmp_path / "first.log"
-    first = _runner(job, state, log)
+    first = runner_process(job, state, log)
     deadline = time.monotonic() + 30
     for call in calls:
         seen = sb.state.faults.counts[call]

@@ -11,10 +11,7 @@ runner killed with SIGKILL (a subprocess) then run again.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from decimal import Decimal
@@ -23,7 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import KEY, SECRET, Admin, Api, body
-from engine_support import base_of, cli, items, outcomes, posts, run, sent_for
+from engine_support import base_of, cli, items, outcomes, posts, run, runner_process, sent_for
 
 from runner.engine.merchant_payment import payment_details
 from runner.job import load_job
@@ -413,17 +410,6 @@ KILL_ROWS = "".join(
     for n in range(12))
 
 
-def _runner(job: Path, state: Path, log: Path) -> subprocess.Popen[bytes]:
-    """`runner run JOB --yes --state S` in a process of its own, stderr to ``log``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    with log.open("wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "runner", "run", str(job), "--yes",
-                                 "--state", str(state)], env=env, cwd=job.parent,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err)
-
-
 @pytest.mark.parametrize("kill_at", [7, 28], ids=["while preparing", "while confirming"])
 def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
         kill_at: int, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
@@ -432,7 +418,7 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
     adm.faults({"*": {"latency_ms": 5}})
     job = write_job(tmp_path, sb, KILL_ROWS, concurrency=2)
     log = tmp_path / "first.log"
-    first = _runner(job, state, log)
+    first = runner_process(job, state, log)
     deadline = time.monotonic() + 20
     while sb.state.faults.counts["POST"] < kill_at:
         assert first.poll() is None, log.read_text()
@@ -446,7 +432,7 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
     assert sum(confirmed(sb).values()) < 12
 
     log = tmp_path / "second.log"
-    second = _runner(job, state, log)
+    second = runner_process(job, state, log)
     assert second.wait(timeout=30) == 0, log.read_text()
     every = {f"shop-k{n:02d}": 1 for n in range(12)}
     assert created(sb) == every  # no item was created twice either
