@@ -11,7 +11,6 @@ runner killed with SIGKILL (a subprocess) then run again.
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections import Counter
 from decimal import Decimal
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from collection_support import kill_when
 from conftest import KEY, SECRET, Admin, Api, body
 from engine_support import base_of, cli, items, outcomes, posts, run, runner_process, sent_for
 
@@ -419,13 +419,7 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
     job = write_job(tmp_path, sb, KILL_ROWS, concurrency=2)
     log = tmp_path / "first.log"
     first = runner_process(job, state, log)
-    deadline = time.monotonic() + 20
-    while sb.state.faults.counts["POST"] < kill_at:
-        assert first.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the runner never got that far"
-        time.sleep(0.001)
-    first.send_signal(signal.SIGKILL)
-    assert first.wait(timeout=10) == -signal.SIGKILL
+    kill_when(first, lambda: sb.state.faults.counts["POST"] >= kill_at, bound=20)
     time.sleep(0.05)  # the call in flight ends at the sandbox
     # Killed in the phase meant, with work left to resume.
     assert (sum(created(sb).values()) == 12) == (kill_at > 24)
