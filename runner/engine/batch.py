@@ -45,14 +45,14 @@ from typing import Any
 
 from runner.engine.flow import Flow, Run
 from runner.engine.funds import needs
-from runner.engine.pages import Pages, Stager, worker_id
+from runner.engine.pages import Pages, Stager, give_up, worker_id
 from runner.engine.phases import Heartbeat, PhaseStart, Progress
 from runner.engine.plan import CHANGED, Plan, make_plan
 from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
 from runner.engine.work import Ending, Share, work
-from runner.errors import LeaseHeld, PlanRefused, StateError
+from runner.errors import LeaseHeld, PlanRefused
 from runner.job import Job
 from runner.kinds import kind_named
 from runner.provider import Provider
@@ -142,7 +142,7 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
                 code = 1 if summary is not None and summary.items_problems else 0
         finally:
             beat.stop()
-            _give_back(state, job.name, worker)
+            give_up(state, job.name, worker)
             state.release_lease(job.name, token)
         if summary is None and not ending.refused and not ending.message:
             ending.message = "this worker's share is done; the worker that finishes the " \
@@ -153,16 +153,6 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             read_runs(summary, state)
         return RunResult(code, ending.message, summary,
                          None if ending.refused or plan is None else plan.report, plan)
-
-
-def _give_back(state: StateStore, job_name: str, worker: str) -> None:
-    """The claims the worker still holds (a page it did not finish) given up: another
-    worker takes them over at once; when the state cannot be written they expire."""
-    try:
-        state.expire_claims(job_name, worker)
-    except StateError as exc:
-        log.warning("the claims of this worker could not be given up (they expire): %s",
-                    exc)
 
 
 def _share(job: Job, options: RunOptions, started: str) -> Share:

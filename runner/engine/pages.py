@@ -57,6 +57,16 @@ def _gone(worker: str) -> bool:
     return False
 
 
+def give_up(state: StateStore, job_name: str, worker: str) -> None:
+    """The claims ``worker`` still holds (a page it did not finish) given up: its items are
+    any other worker's to take over at once, as a dead worker's (what is in doubt looked up
+    first); when the state cannot be written, its claims expire."""
+    try:
+        state.expire_claims(job_name, worker)
+    except StateError as exc:
+        log.warning("the claims of this worker could not be given up (they expire): %s", exc)
+
+
 class Stager:
     """Stages a streamed plan's items in the state, and adds up their estimates."""
 
@@ -174,14 +184,8 @@ class Pages:
         return True
 
     def give_up(self) -> None:
-        """Give back, unfinished, the page the worker holds (it stops: an error, a signal):
-        its items are any other worker's to take over at once, as a dead worker's (what is
-        in doubt looked up first); when the state cannot be written, its claims expire."""
-        try:
-            self.state.expire_claims(self.job_name, self.worker)
-        except StateError as exc:
-            log.warning("the claims of this worker could not be given up (they expire): %s",
-                        exc)
+        """Give back, unfinished, the page the worker holds (it stops: an error, a signal)."""
+        give_up(self.state, self.job_name, self.worker)
 
     def hand_on(self, entries: Sequence[Entry[Any]],
                 onward: Callable[[Entry[Any]], bool]) -> None:
