@@ -101,14 +101,15 @@ def migrate(query: Query, location: str, create: bool = True) -> None:
                            "with this --state yet?)")
     # Nothing pending (every start but the first): no lock, so workers starting together
     # do not wait for one another.
-    if query("SELECT to_regclass(%s)", [TABLE])[0][0] is None or \
-            MIGRATIONS.keys() - _applied(query):
+    exists = query("SELECT to_regclass(%s)", [TABLE])[0][0] is not None
+    applied = _applied(query) if exists else set()
+    if MIGRATIONS.keys() - applied:
         # The lock first: two workers creating the table at once would collide in the
-        # catalog.
+        # catalog. What was applied is read again under it.
         query(f"SELECT pg_advisory_xact_lock({_LOCK})", [])
         query(f"CREATE TABLE IF NOT EXISTS {TABLE} (migration_set text, name text, "
               "applied_at text, PRIMARY KEY (migration_set, name))", [])
-    applied = _applied(query)
+        applied = _applied(query)
     newer = sorted(applied - MIGRATIONS.keys())
     if newer:
         raise StateUnusable(f"{location}: written by a newer runner (its migration "

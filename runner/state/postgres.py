@@ -198,7 +198,7 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         returns = bool(_RETURNS_ID.match(pairs[0][0]))
         one = joined(pairs, returns)
         if one is not None:
-            rows = self._alone(*one, write=True)
+            _, rows = self._alone(*one, write=True)
             return int(rows[0][0] or 0) if returns else 0
 
         def work(tx: Tx) -> int:
@@ -213,25 +213,22 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         return self._with_tx(work)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        names: list[str] = []
-        rows = self._alone(sql, params, write=not sql.lstrip().startswith("SELECT"),
-                           names=names)
+        names, rows = self._alone(sql, params, write=not sql.lstrip().startswith("SELECT"))
         return [dict_row(names, values) for values in rows]
 
-    def _alone(self, sql: str, params: Sequence[Any], *, write: bool,
-               names: list[str] | None = None) -> list[tuple[Any, ...]]:
+    def _alone(self, sql: str, params: Sequence[Any], *, write: bool
+               ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """One statement, its own transaction (autocommit): one round trip. Again on a new
         connection when none could be had, or when the server refused it (rolled back);
         when the connection is lost once the statement was sent, a read is sent again, a
-        change is StateUnavailable (it may have been applied)."""
-        def once(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+        change is StateUnavailable (it may have been applied). The columns' names and the
+        rows."""
+        def once(conn: psycopg.Connection[Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
             try:
                 cursor = conn.execute(sql.replace("?", "%s"), list(params))
                 if cursor.description is None:
-                    return []
-                if names is not None:
-                    names[:] = [d.name for d in cursor.description]
-                return cursor.fetchall()
+                    return [], []
+                return [d.name for d in cursor.description], cursor.fetchall()
             except psycopg.OperationalError as exc:
                 if write and conn.broken:  # sent, and no answer: maybe applied
                     raise lost(exc, self.location) from exc
@@ -301,7 +298,6 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         rows = self._rows("SELECT external_id, job_name FROM items WHERE external_id = "
                           "ANY(?)", [list(external_ids)])
         return {r["external_id"]: r["job_name"] for r in rows}
-
 
 
 def _unavailable(exc: psycopg.OperationalError, location: str) -> StateUnavailable:
