@@ -125,14 +125,15 @@ def report(job: Path, fmt: str, output: Path | None, email: bool,
       runner report jobs/payroll.yaml --format html --output payroll.html
     """
     from runner.job import load_job
-    from runner.summary import check_summary, email_summary, reading, render_all, summary_of
+    from runner.state import open_store
+    from runner.summary import check_summary, email_summary, render_all, summary_of
     from runner.summary.reports import csv_name, write_items
 
     loaded = load_job(job)
     if email and (loaded.summary is None or loaded.summary.email is None):
         raise click.UsageError(f"{job} has no summary.email to send with")
     templates = check_summary(loaded)
-    with reading(loaded, state_path_of(state)) as store, \
+    with open_store(state_path_of(state), create=False) as store, \
             tempfile.TemporaryDirectory() as scratch:
         summary = summary_of(loaded, store)
         if fmt == "csv" or email:  # every item, streamed from the state to a file

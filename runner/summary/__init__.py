@@ -18,7 +18,6 @@ from runner.summary.reports import (
     conclude,
     email_summary,
     load_summary,
-    reading,
     render_all,
     summary_of,
 )
@@ -34,7 +33,6 @@ __all__ = [
     "conclude",
     "email_summary",
     "load_summary",
-    "reading",
     "render_all",
     "status_lines",
     "summary_of",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,16 +64,8 @@ def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summar
 
 def load_summary(job: Job, state_path: StateLocation) -> Summary:
     """The job's summary from the state at ``state_path``, which must exist."""
-    with reading(job, state_path) as store:
+    with open_store(state_path, create=False) as store:  # StateMissing (exit 2) if not
         return summary_of(job, store)
-
-
-@contextlib.contextmanager
-def reading(job: Job, state_path: StateLocation) -> Iterator[StateStore]:
-    """The state at ``state_path`` open for a summary; it must exist (else ``StateMissing``,
-    exit 2, as for status and reconcile)."""
-    with open_store(state_path, create=False) as store:
-        yield store
 
 
 def render_all(summary: Summary, templates: Templates, csv_file: Path,
