@@ -63,7 +63,7 @@ class LocalPasses(LocalWorkers):
         self._atomic(lambda tx: tx.executemany(
             f"INSERT INTO plan_items (job_name, {', '.join(STAGED)}) VALUES "
             f"(?, {', '.join('?' * len(STAGED))})",
-            [[job_name, *(_stored(getattr(s, n)) for n in STAGED)] for s in staged]))
+            [staged_row(job_name, s) for s in staged]))
 
     def clear_plan(self, job_name: str) -> None:
         self._run("DELETE FROM plan_items WHERE job_name = ?", [job_name],
@@ -200,6 +200,11 @@ class LocalPasses(LocalWorkers):
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
     for start in range(0, len(ids), CHUNK):
         yield list(ids[start:start + CHUNK])
+
+
+def staged_row(job_name: str, staged: Staged) -> list[Any]:
+    """A staged item as a row of ``plan_items``: the job's name, then ``STAGED``."""
+    return [job_name, *(_stored(getattr(staged, n)) for n in STAGED)]
 
 
 def _stored(value: Any) -> Any:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from runner.state.passes import LocalPasses, _stored
+from runner.state.passes import LocalPasses, staged_row
 from runner.state.records import STAGED, ItemRecord, Staged
 from runner.state.store import LEASE_TTL, now_iso
 
@@ -77,7 +77,7 @@ class PostgresWorkers(LocalPasses):
             with tx.conn.cursor() as cursor, cursor.copy(
                     f"COPY plan_items (job_name, {', '.join(STAGED)}) FROM STDIN") as copy:
                 for s in staged:
-                    copy.write_row([job_name, *(_stored(getattr(s, n)) for n in STAGED)])
+                    copy.write_row(staged_row(job_name, s))
         self._with_tx(work)
 
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
