@@ -21,6 +21,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │                              runner, a table missing)
     ├── PlanRefused                exit 2; `runner apply` will not pay this plan (changed,
     │                              expired, a rate moved, four eyes): nothing was sent
+    ├── NeedsApproval              exit 2; under run.four_eyes money moves only through an
+    │                              approved plan (`run`, `confirm` refused): nothing was sent
     ├── SummaryError               exit 3; the summary could not be rendered, written or
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
@@ -177,6 +179,14 @@ class PlanRefused(RunnerError):
     def __init__(self, reasons: Iterable[str]) -> None:
         self.reasons = list(reasons)
         super().__init__("the plan is refused: " + "; ".join(self.reasons))
+
+
+class NeedsApproval(RunnerError):
+    """``run.four_eyes``: a command that would move money without an approved plan file
+    (`runner run`, `runner confirm`) is refused before anything is opened or sent; the message
+    says how to plan, approve and apply."""
+
+    exit_code = 2
 
 
 class BadStateLocation(StateError):

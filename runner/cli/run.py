@@ -100,6 +100,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
              retry_failed: bool = False, applied: AppliedPlan | None = None) -> None:
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
+    from runner.engine.approvals import require_plan
     from runner.engine.batch import RunOptions, run_job
     from runner.job import load_job
     from runner.state import hold_lease
@@ -107,6 +108,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
 
     _logging(quiet, verbose)
     loaded = load_job(job)
+    require_plan(loaded, applied is not None)  # before the state is opened or made
     templates = check_summary(loaded)  # a broken summary template stops us before money moves
     state_path = state_path_of(state)
     tty = sys.stdin.isatty() and sys.stderr.isatty()
@@ -210,7 +212,8 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     nobody is paid twice. Before the first POST the balances must cover what is to be paid
     (else nothing is sent: exit 4). On a terminal it shows the plan and asks first (--yes
     skips). --quote and --format go with --dry-run. Ctrl-C or SIGTERM stops it: the calls in
-    flight finish and are recorded, the summary is written, and it exits 130 or 143.
+    flight finish and are recorded, the summary is written, and it exits 130 or 143. Under
+    run.four_eyes it is refused (exit 2, nothing sent): an approved plan is applied instead.
 
     \b
     Example:
@@ -234,6 +237,8 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
 def confirm(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
             allow_partial: bool, quiet: bool, verbose: bool) -> None:
     """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
+
+    Refused under run.four_eyes (exit 2, nothing sent).
 
     \b
     Example:

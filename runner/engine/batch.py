@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.engine.approvals import require_plan
 from runner.engine.flow import Flow, Run
 from runner.engine.funds import needs
 from runner.engine.pages import Pages, Stager, give_up, worker_id
@@ -101,6 +102,7 @@ class RunResult:
 
 
 def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
+    require_plan(job, options.applied is not None)  # four eyes: before anything is opened
     with open_store(options.state_path) as state:
         digest = inputs_digest(job)
         if options.applied is None and not options.retry_failed and not options.confirm_only:

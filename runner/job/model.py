@@ -196,8 +196,17 @@ class Run(JobModel):
         description="percent a rate may move between a plan and its `runner apply`; more "
         "and the plan is refused")
     four_eyes: bool = Field(
-        default=False, description="`runner apply` refuses a plan approved, or applied, by "
-        "the person who made it")
+        default=False, description="money moves only through a plan file approved by "
+        "someone other than its planner (`runner apply`); `runner run` and `runner confirm` "
+        "are refused")
+
+    @model_validator(mode="after")
+    def _approved_plans_confirm(self) -> Self:
+        if self.four_eyes and not self.confirm:
+            raise FieldProblem("confirm", "run.four_eyes: the approved plan's apply confirms "
+                               "what it pays and `runner confirm` is refused, so confirm: "
+                               "false would leave every item unconfirmed; set it true")
+        return self
 
 
 # Enough to catch a name in the wrong field; the mail server is the judge of the rest.
