@@ -23,6 +23,9 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │                              expired, a rate moved, four eyes): nothing was sent
     ├── NeedsApproval              exit 2; under run.four_eyes money moves only through an
     │                              approved plan (`run`, `confirm` refused): nothing was sent
+    ├── FileNotWritten             exit 74; a file runner writes (a plan, a report, a
+    │                              summary) cannot be: a full disk, no permission, a link,
+    │                              a device or a folder where it goes (runner.state.files)
     ├── SummaryError               exit 3; the summary could not be rendered, written or
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
@@ -208,6 +211,14 @@ class StateUnusable(StateError):
     """The state database cannot be created, read or written: a read-only folder or file
     system, no permission, an I/O error, a file that is not runner's database or is damaged,
     one written by a newer runner, or one missing a table. A person must look (EX_IOERR)."""
+
+    exit_code = 74
+
+
+class FileNotWritten(RunnerError):
+    """A file runner writes whole (a plan file, ``--output``, a summary) could not be written:
+    the disk is full, permission is missing, or a symbolic link, a device or a folder is where
+    it goes (never written through). Nothing of it was left behind (EX_IOERR)."""
 
     exit_code = 74
 

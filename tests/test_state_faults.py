@@ -11,6 +11,8 @@ skipped and say why."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sqlite3
 import stat
@@ -201,14 +203,29 @@ def test_a_second_run_is_refused_at_once_while_the_first_holds_the_lease(
 
 def test_the_files_with_personal_data_are_their_owners_only(
         sb: RunningSandbox, tmp_path: Path) -> None:
-    state = tmp_path / "new" / "runner.sqlite"
-    assert cli("run", str(write_job(tmp_path, sb, ROWS[:90])), "--yes", "--state",
-               str(state)).exit_code == 0
-    assert mode(state.parent) == 0o700
+    state = tmp_path / "new" / "deeper" / "runner.sqlite"
+    job = write_job(tmp_path, sb, ROWS[:90])
+    assert cli("run", str(job), "--yes", "--state", str(state)).exit_code == 0
+    assert mode(state.parent) == mode(state.parent.parent) == 0o700
     assert mode(state) == 0o600
     reports = state.parent / "reports"
     assert mode(reports) == 0o700
     assert {mode(p) for p in reports.iterdir()} == {0o600}
+    # What `plan -o` and `report --output` write, in folders they make, and what they replace.
+    shared = tmp_path / "out" / "report.csv"
+    shared.parent.mkdir()
+    shared.write_text("an older report\n")
+    shared.chmod(0o644)
+    for command in (["plan", str(job), "-o", str(tmp_path / "a" / "b" / "plan.json")],
+                    ["report", str(job), "--format", "csv", "-o", str(shared)],
+                    ["report", str(job), "--format", "html", "-o", str(tmp_path / "c" / "r")]):
+        assert cli(*command, "--state", str(state)).exit_code == 0, command
+    assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "c")] == [
+        0o700] * 3
+    assert [mode(p) for p in (tmp_path / "a" / "b" / "plan.json", shared, tmp_path / "c" / "r")
+            ] == [0o600] * 3
+    assert shared.read_text().startswith("external_id,")
+    assert sorted(p.name for p in shared.parent.iterdir()) == ["report.csv"]  # no leftover
     with open_store(state) as store:  # SQLite's WAL and shared memory, while it is open
         store.note_checks(store.start_run("pay-2026-11", "job.yaml"), 0, 0)
         assert {mode(state.with_name(state.name + s)) for s in ("-wal", "-shm")} == {0o600}
@@ -220,3 +237,54 @@ def test_the_embedded_sandboxs_journal_is_its_owners_only(tmp_path: Path) -> Non
         provider.money_transfer.balances()
     assert mode(tmp_path / "state") == 0o700
     assert mode(tmp_path / "state" / "sandbox.jsonl") == 0o600
+
+
+def test_a_file_runner_writes_is_never_written_through_a_link_or_into_a_device(
+        sb: RunningSandbox, tmp_path: Path) -> None:
+    state = tmp_path / "state" / "runner.sqlite"
+    job = write_job(tmp_path, sb, ROWS[:90])
+    plan = tmp_path / "pay.plan.json"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not runner's\n")
+    # The temporary file a plan was once written through (PLAN.partial), placed beforehand.
+    plan.with_name(plan.name + ".partial").symlink_to(elsewhere)
+    assert cli("plan", str(job), "--state", str(state), "-o", str(plan)).exit_code == 0
+    assert elsewhere.read_text() == "not runner's\n"
+    assert json.loads(plan.read_text())["format"] == "runner plan"
+    assert cli("run", str(job), "--state", str(state), "--yes").exit_code == 0
+    # A link where the file goes, or a device: refused in one line, exit 74, nothing written.
+    link = tmp_path / "report.html"
+    link.symlink_to(elsewhere)
+    for output, why in ((link, "a symbolic link (runner does not write through links; "
+                               "remove it or name the file itself)"),
+                        (Path("/dev/full"), "not a regular file (runner writes a file whole, "
+                                            "then renames it into place)")):
+        result = cli("report", str(job), "--state", str(state), "--format", "html",
+                     "-o", str(output))
+        assert (result.exit_code, err_lines(result)) == (
+            74, [f"error: {output}: cannot write: {why}"])
+    assert elsewhere.read_text() == "not runner's\n"
+
+
+def test_a_full_disk_on_output_is_one_line_and_exit_74_leaving_nothing_behind(
+        sb: RunningSandbox, tmp_path: Path, mounted: Callable[..., Path]) -> None:
+    state = tmp_path / "state" / "runner.sqlite"
+    job = write_job(tmp_path, sb, ROWS)
+    assert cli("run", str(job), "--yes", "--state", str(state)).exit_code == 0
+    disk = mounted("-t", "tmpfs", "-o", "size=64k")
+    filler = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:  # the disk filled to its last byte
+        with pytest.raises(OSError, match="No space left"):
+            while True:
+                os.write(filler, b"x" * 4096)
+    finally:
+        os.close(filler)
+    report = disk / "report.csv"
+    report.write_bytes(b"")  # an earlier report, kept as it was
+    for command in (["report", str(job), "--format", "csv", "-o", str(report)],
+                    ["plan", str(job), "-o", str(disk / "plan.json")]):
+        result = cli(*command, "--state", str(state))
+        assert (result.exit_code, err_lines(result)[-1:]) == (
+            74, [f"error: {command[-1]}: cannot write: No space left on device"]), command
+    assert sorted(p.name for p in disk.iterdir()) == ["filler", "report.csv"]
+    assert report.read_bytes() == b""

@@ -19,6 +19,7 @@ from runner.cli.options import (
     state_option,
     state_path_of,
 )
+from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
 
 
@@ -156,17 +157,17 @@ def _echo_out(content: str, output: Path | None) -> None:
     if output is None:
         click.echo(content, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(content, encoding="utf-8", newline="")
+        write_private(output, content)
 
 
 def _copy_out(source: Path, output: Path | None) -> None:
-    """The file ``source`` to ``output``, or to stdout, a block at a time."""
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, output)
-        return
+    """The file ``source`` to ``output`` (written whole, private), or to stdout, a block at a
+    time."""
     with source.open(encoding="utf-8", newline="") as read:
+        if output is not None:
+            with replacing(output) as write:
+                shutil.copyfileobj(read, write, 1 << 16)
+            return
         while block := read.read(1 << 16):
             click.echo(block, nl=False)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -30,6 +29,7 @@ from runner.engine.plan import TO_PAY, Plan, PlannedItem
 from runner.errors import PlanRefused
 from runner.job import Job
 from runner.state import Approval
+from runner.state.files import write_private
 
 FORMAT, VERSION = "runner plan", 1
 SHOWN = 10  # reasons listed before "and N more"
@@ -73,12 +73,9 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
 
 
 def write_plan(content: dict[str, Any], path: Path) -> str:
-    """Write the plan file (whole or not at all); its sha256."""
+    """Write the plan file (whole or not at all, private: ``write_private``); its sha256."""
     text = json.dumps(content, indent=1) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    write_private(path, text)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -1,43 +1,107 @@
-"""The files that hold personal data, created for their owner's eyes only.
+"""Every file runner writes, written one way: new, whole, never through a link, and for its
+owner's eyes only.
 
 The state database (with SQLite's WAL and shared-memory files beside it, which SQLite gives
-the database file's permissions), the summaries under ``reports/`` and the embedded
-sandbox's journal hold beneficiaries' names, masked identifiers and amounts. runner creates
-each readable and writable by its owner only, and a folder it creates for them usable by its
-owner only. Files and folders that already exist keep their permissions: a person may have
-shared them on purpose.
+the database file's permissions), the summaries under ``reports/``, plan files, the files of
+``--output`` and the embedded sandbox's journal hold beneficiaries' names, masked
+identifiers and amounts. So:
+
+- a file runner writes whole (``replacing``: a plan, a summary, a report, a CSV) is written
+  to a new temporary file beside it, created exclusively (``O_CREAT|O_EXCL``, so never
+  through a link placed there beforehand) and readable and writable by its owner only, then
+  renamed over the name asked for: a reader never sees half a file, and a full disk leaves
+  the name as it was. What is already at that name must be a regular file (it is replaced);
+  a symbolic link, a device, a FIFO or a folder there is refused (``FileNotWritten``, exit
+  74), never written through;
+- a file runner creates to keep writing in (the state database, the sandbox's journal) is
+  created exclusively and private (``private_file``); one that already exists is used as
+  it is: a person may have placed or shared it on purpose;
+- a folder runner creates for them is usable by its owner only, its missing parents too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
+
+from runner.errors import FileNotWritten
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 
 
 def private_folder(path: Path) -> None:
-    """Create the folder ``path`` (and its parents) if missing, usable by its owner only."""
-    path.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+    """Create the folder ``path`` and its missing parents, each usable by its owner only."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile: used as it is
+            folder.mkdir(mode=PRIVATE_FOLDER)
 
 
 def private_file(path: Path) -> None:
     """Create ``path``, empty and private, unless it exists."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                         PRIVATE_FILE))
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[TextIO]:
+    """A stream to write ``path`` whole: a new private file beside it, renamed over ``path``
+    when the block ends well, removed when it does not. UTF-8, line ends as they are.
+    FileNotWritten (exit 74) names the file and why: a full disk, no permission, a link, a
+    device or a folder in its place."""
+    _refuse_what_is_there(path)
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    except FileExistsError:
-        pass
-
-
-def open_private(path: Path) -> TextIO:
-    """``path`` opened to be written (UTF-8, line ends as they are); a new file is private."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    return open(descriptor, "w", encoding="utf-8", newline="")
+        private_folder(path.parent)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                                 suffix=".partial")
+    except OSError as exc:
+        raise _not_written(path, exc) from None
+    try:
+        with open(descriptor, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())  # the data on disk before the name points at it
+        _refuse_what_is_there(path)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise _not_written(path, exc) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, line ends as they are) to ``path``; a new file is private."""
-    with open_private(path) as stream:
+    """Write ``text`` (UTF-8, line ends as they are) to ``path``, whole (``replacing``)."""
+    with replacing(path) as stream:
         stream.write(text)
+
+
+def _refuse_what_is_there(path: Path) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _not_written(path, exc) from None
+    if not stat.S_ISREG(mode):
+        what = ("a symbolic link (runner does not write through links; remove it or name "
+                "the file itself)" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
+                else "not a regular file (runner writes a file whole, then renames it into "
+                "place)")
+        raise FileNotWritten(f"{path}: cannot write: {what}")
+
+
+def _not_written(path: Path, exc: OSError) -> FileNotWritten:
+    return FileNotWritten(f"{path}: cannot write: {exc.strerror or exc}")

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import EmailNotSent, SummaryError
+from runner.errors import EmailNotSent, FileNotWritten, SummaryError
 from runner.job import Job
 from runner.state import StateLocation, StateStore, open_store
-from runner.state.files import open_private, private_folder, write_private
+from runner.state.files import private_folder, replacing, write_private
 from runner.summary.items_csv import write_csv
 from runner.summary.mail import compose, send, should_send
 from runner.summary.model import Summary, build_summary
@@ -84,7 +85,7 @@ def csv_name(summary: Summary) -> str:
 def write_items(summary: Summary, path: Path, store: StateStore | None = None) -> int:
     """The summary's CSV written to ``path`` (private) as its items stream from ``store``
     (by default the one it was built from); how many items."""
-    with open_private(path) as out:
+    with replacing(path) as out:
         return write_csv(out, summary.lines(store))
 
 
@@ -92,7 +93,7 @@ def report_base(summary: Summary, folder: Path) -> Path:
     """``folder/<job>-<UTC stamp>``, with -2, -3 ... when a run of the same second has one."""
     stamp = summary.generated_at.strftime("%Y%m%dT%H%M%SZ")
     base, n = folder / f"{summary.job}-{stamp}", 1
-    while any(base.with_name(base.name + s).exists() for s in SUFFIXES):
+    while any(os.path.lexists(base.with_name(base.name + s)) for s in SUFFIXES):
         n += 1
         base = folder / f"{summary.job}-{stamp}-{n}"
     return base
@@ -150,6 +151,8 @@ def _write(summary: Summary, templates: Templates, folder: Path, store: StateSto
             files.append(path)
     except OSError as exc:
         raise SummaryError(f"cannot write the summary under {folder}: {exc}") from None
+    except FileNotWritten as exc:
+        raise SummaryError(f"cannot write the summary: {exc}") from None
     log.info("summary written to %s (.txt, .html, .csv)", base)
     return rendered, files
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+import tempfile
 import threading
 from collections import deque
 from decimal import Decimal
@@ -181,8 +182,10 @@ class Store:
         with self.lock:
             if self._journal is not None:
                 self._journal.close()
-            tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-            with tmp.open("w", encoding="utf-8") as f:
+            # A new file of its owner's only (never one placed there, nor through a link).
+            descriptor, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name,
+                                               suffix=".tmp")
+            with open(descriptor, "w", encoding="utf-8") as f:
                 self._journal = f  # type: ignore[assignment]
                 if self.clock is not None:
                     self.clock_offset = self.clock.offset
