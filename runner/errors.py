@@ -13,7 +13,7 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │   ├── LeaseHeld              exit 75; another run holds the job's lease
     │   ├── StateMissing           exit 2; a command that only reads was given no database
     │   ├── BadStateLocation       exit 2; --state names no usable place (a URL with a
-    │   │                          password in it, an unknown scheme)
+    │   │                          password in it, an unknown scheme, not the plan's)
     │   ├── StateUnavailable       exit 75; the database stays locked, or its disk is full:
     │   │                          try later
     │   └── StateUnusable          exit 74; the database cannot be created, read or written
@@ -193,9 +193,11 @@ class NeedsApproval(RunnerError):
 
 
 class BadStateLocation(StateError):
-    """``--state`` (or ``RUNNER_STATE``) is not a place runner can keep its state: a
-    database URL holding a password (which would then be in shell histories, crontabs and
-    process lists; PGPASSWORD or ~/.pgpass hold it instead), or one it cannot parse."""
+    """``--state`` (or ``RUNNER_STATE``, or a plan file's state) is not a place runner can
+    keep its state: a database URL or connection string holding a password (which would
+    then be in shell histories, crontabs and process lists; PGPASSWORD or ~/.pgpass hold it
+    instead), one libpq cannot parse, a URL of another scheme (never taken for a file
+    name), or a state other than the one a plan file was made on."""
 
     exit_code = 2
 

@@ -36,8 +36,9 @@ def state_path_of(state: StateLocation | None) -> StateLocation:
 
 
 class StateParam(click.ParamType):
-    """``--state``: a SQLite file path, or a PostgreSQL URL (kept as text: a ``Path`` would
-    fold its ``//``); a URL with a password is refused (exit 2) without echoing it."""
+    """``--state``: a SQLite file path, or a PostgreSQL URL or connection string
+    (``runner.state.locations``); one with a password, or another URL, is refused (exit 2)
+    without echoing it."""
 
     name = "PATH|URL"
 
@@ -59,8 +60,9 @@ def state_option(f: F) -> F:
     return click.option("--state", type=StateParam(), envvar="RUNNER_STATE",
                         help="SQLite state file (default: state/runner.sqlite, or "
                              "$RUNNER_STATE_DIR/runner.sqlite), or a PostgreSQL database: "
-                             "postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or "
-                             "~/.pgpass); also $RUNNER_STATE.")(f)
+                             "postgresql://USER@HOST:PORT/DB or 'host=H dbname=DB user=U' "
+                             "(password from PGPASSWORD or ~/.pgpass, never in it); also "
+                             "$RUNNER_STATE.")(f)
 
 
 class QuietStdout:

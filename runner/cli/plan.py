@@ -13,7 +13,7 @@ import simplejson
 
 from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
 from runner.cli.run import FORMAT, QUOTE, RETRY_FAILED, _execute, run_options
-from runner.state.locations import StateLocation
+from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
     from runner.state import StateStore
@@ -55,8 +55,7 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                          sink=_drop if streams else None)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
-        where = str(path.resolve() if isinstance(path, Path) else path)
-        sha256 = write_plan(document(plan, loaded, where), output)
+        sha256 = write_plan(document(plan, loaded, location_text(path)), output)
         click.echo(f"plan written to {output} (sha256 {sha256}); `runner apply {output}` "
                    f"pays it", err=True)
     if fmt == "json":
@@ -113,8 +112,9 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     Refused (exit 2, nothing sent) when the job, a row or an amount changed since the plan,
     when it is older than run.plan_valid_for, when a rate moved by more than
     run.max_rate_change percent, or, with run.four_eyes, when the approver (or whoever
-    applies it) made it. The state (by default the plan's) and the summary name who planned
-    and who approved. Otherwise as `runner run`, whose options it takes.
+    applies it) made it. It is paid on the state the plan was made on (--state naming
+    another is refused); the state and the summary name who planned and who approved.
+    Otherwise as `runner run`, whose options it takes.
 
     \b
     Example:
@@ -122,19 +122,24 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     """
     from runner.engine.plan import who
     from runner.engine.plan_file import AppliedPlan, approval, job_file, precheck, read_plan
-    from runner.errors import PlanRefused
+    from runner.errors import BadStateLocation, PlanRefused
     from runner.job import load_job
+    from runner.state.locations import planned_location
 
     user, host = who()
     approver = approved_by or user
     now = datetime.now(UTC)
     try:
         content, sha256 = read_plan(plan_file)
+        try:  # the state the plan was made on, and no other
+            state = planned_location(content["state"], state, plan_file)
+        except BadStateLocation as exc:
+            raise PlanRefused([str(exc)]) from None
         job = job_file(content)
         precheck(content, load_job(job), approver, user, now)
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)
         sys.exit(refused.exit_code)
     applied = AppliedPlan(content, sha256, approval(content, sha256, approver, user, host, now))
-    _execute(job, state or Path(content["state"]), concurrency, yes, allow_partial, quiet,
-             verbose, confirm_only=False, applied=applied)
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
+             applied=applied)

@@ -15,17 +15,19 @@ from pathlib import Path
 
 from runner.errors import StateMissing
 from runner.state.history import Approval, RetryRecord, derived_ref
-from runner.state.locations import StateLocation, check_url, is_database_url
+from runner.state.locations import StateLocation, check_url, is_database_url, parse_location
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
 def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
     """The state store at ``location`` (a SQLite file, created with its folder if new; or a
-    PostgreSQL URL, its tables created if new); with ``create`` False a missing one is
-    StateMissing, for the commands that only read."""
+    PostgreSQL database, its tables created if new; text is read as ``--state`` is); with
+    ``create`` False a missing one is StateMissing, for the commands that only read."""
     from runner.state.sqlite import SqliteStore
 
+    if isinstance(location, str):  # read as --state reads it: a database, or a path
+        location = parse_location(location)
     if is_database_url(location):
         from runner.state.postgres import PostgresStore
 

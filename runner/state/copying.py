@@ -41,7 +41,7 @@ def copy_state(source: StateLocation, target: StateLocation) -> dict[str, int]:
                     conn.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES "
                                      f"({', '.join('?' * len(names))})",
                                      [[row[n] for n in names] for row in rows])
-            if dst.location.startswith(("postgresql://", "postgres://")):
+            if dst.shared:  # PostgreSQL
                 for table in _IDENTITIES:  # the next id after the copied ones
                     conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                  f"coalesce((SELECT max(id) FROM {table}), 0) + 1, false)")
