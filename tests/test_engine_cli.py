@@ -147,7 +147,10 @@ def test_a_short_balance_stops_the_run_before_any_post(sb: RunningSandbox, adm: 
                                                        tmp_path: Path, state: Path) -> None:
     adm.balance("EUR", "40.00", "0")
     job = write_job(tmp_path, sb, concurrency=1)
-    assert runner("run", job, state) == (4, [f"{JOB_NAME}: 0 items: none yet"], [
+    stopped = [f"{JOB_NAME}: 0 items: none yet",
+               "  stopped: funds short: EUR 60.00 needed, 40.00 available; run 1 confirmed "
+               "nothing"]
+    assert runner("run", job, state) == (4, stopped, [
         "EUR 60.00 needed, 40.00 available: nothing was sent (--allow-partial pays what the "
         "balance covers)"])
     assert posts(adm) == {}  # not one quotation, transaction or confirm
@@ -159,7 +162,7 @@ def test_a_short_balance_stops_the_run_before_any_post(sb: RunningSandbox, adm: 
     assert headline == f"{JOB_NAME}: nothing paid, funds short: EUR 60.00 needed, 40.00 available"
     report = cli("report", str(job), "--state", str(state), "--format", "json")
     assert json.loads(report.stdout)["headline"] == headline  # from the state, any time later
-    assert status(job, state)[0] == 5  # nothing failed; nothing made yet
+    assert status(job, state) == (4, stopped, [])  # a funds stop, until a run goes further
     assert runner("run", job, state, "--allow-partial") == (1, [
         f"{JOB_NAME}: 3 items: 2 settled, 1 failed",
         "  EUR: sent 30.00, fees 3.00",

@@ -17,16 +17,19 @@ import subprocess
 import sys
 import termios
 import time
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from conftest import Admin
-from engine_support import confirmed, items, posts, write_job
+from engine_support import cli, confirmed, items, posts, write_job
 from mail_server import start
 
-from runner.cli.progress import PlainProgress
+from runner.cli.progress import PlainProgress, progress_for
+from runner.cli.run import _logging
 from runner.sandbox import RunningSandbox
+from runner.state import open_store
 
 ROWS = "".join(f"i{n},1,{10 + n}.00,+2547001{n:05d}\n" for n in range(30))
 
@@ -62,6 +65,24 @@ def test_a_signal_lets_calls_in_flight_finish_and_the_next_run_resumes(
     records = items(state)
     assert not [r for r in records.values() if r["intent"]], "a call was left unrecorded"
     assert len([r for r in records.values() if r["outcome"] == "settled"]) < 30
+    # The run is recorded with the code it exited with; status counts how far each item
+    # went and says why the batch stopped.
+    with open_store(state) as store:
+        assert [r.exit_code for r in store.runs("pay-2026-11")] == [code]
+    stages = Counter("not started" if r["step"] == "new" else "confirmed"
+                     if r["step"] == "confirmed" else "created"
+                     for r in records.values() if r["outcome"] == "pending")
+    status = cli("status", str(job), "--state", str(state))
+    word = {130: "Ctrl-C", 143: "SIGTERM"}[code]
+    assert status.exit_code == 5
+    assert status.stdout.splitlines()[1] == (
+        f"  stopped: run 1 was interrupted ({word}, exit {code}); the next run resumes "
+        f"the batch")
+    words = {"confirmed": "confirmed (on their way)", "created": "created (not confirmed)",
+             "not started": "not started"}
+    assert f"{sum(stages.values())} pending" in status.stdout.splitlines()[0]
+    assert status.stdout.splitlines()[2] == "  pending: " + ", ".join(
+        f"{stages[k]} {w}" for k, w in words.items() if stages[k])
     adm.api.call("DELETE", "/faults")
     again = subprocess.run(runner_command(job, state, "--yes", "-q"), capture_output=True,
                            text=True, timeout=60)
@@ -176,6 +197,28 @@ def test_without_a_terminal_plain_lines_and_a_heartbeat_per_long_phase(
         progress.beat()
     assert [r.getMessage() for r in caplog.records] == [
         "poll: 1761/2000 final", "poll: 1762/2000 final"]
+
+
+def test_a_heartbeat_counts_the_whole_batch_and_quiet_keeps_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Windows announce their items one by one: the heartbeat counts against the batch the
+    run pays, and -q (runner's INFO lines silenced) still writes it, for cron's log."""
+    _logging(quiet=True, verbose=False)
+    now = [0.0]
+    progress = progress_for(terminal=False, quiet=True)
+    assert isinstance(progress, PlainProgress)
+    progress.clock, progress.tick = (lambda: now[0]), 3600
+    entry = SimpleNamespace(record=SimpleNamespace(step="confirmed"))
+    with caplog.at_level(logging.DEBUG), progress:
+        logging.getLogger("runner").info("an ordinary line: not kept by -q")
+        progress.batch(2350)
+        for window in (64, 256):
+            progress.phase("confirm", window)
+            for _ in range(window):
+                progress.step("confirm", entry)
+        now[0] = 31.0
+        progress.beat()
+    assert [r.getMessage() for r in caplog.records] == ["confirm: 320/2350"]
 
 
 def test_a_run_without_a_terminal_draws_no_bars(sb: RunningSandbox, tmp_path: Path,

@@ -32,6 +32,7 @@ from summary_support import (
 )
 
 from runner.sandbox import RunningSandbox
+from runner.state import open_store
 
 # aiosmtpd sets its own deprecated Session.login_data after every AUTH (in its thread).
 pytestmark = pytest.mark.filterwarnings(
@@ -195,6 +196,9 @@ def test_an_unreachable_server_costs_the_email_only(sandbox: RunningSandbox, tmp
     assert cli("status", str(job), "--state", str(state)).stdout.splitlines()[0] == \
         f"{NAME}: 2 items: 2 settled"
     assert run(job, state).exit_code == 3
+    # Each run is recorded with the exit code it exited with, not the one before its email.
+    with open_store(state) as store:
+        assert [r.exit_code for r in store.runs(NAME)] == [3, 3]
 
 
 def test_a_worse_exit_code_wins_over_the_email(sandbox: RunningSandbox, tmp_path: Path,

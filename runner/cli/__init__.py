@@ -41,7 +41,8 @@ Exit codes:
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
   4   the balances cannot cover what is to be paid: nothing was paid (run, apply,
-      confirm; plan and run --dry-run: a run would stop so)
+      confirm; plan and run --dry-run: a run would stop so; status: the latest
+      run stopped so)
   5   status: no item failed, but some are still pending or awaiting confirmation
   74  the state database cannot be used: read-only, no permission, damaged, written
       by a newer runner, a table missing (a person must look); or a file to write

@@ -32,9 +32,11 @@ from runner.state.locations import StateLocation
 def status(job: Path, fmt: str, state: StateLocation | None) -> None:
     """Counts per state of JOB's items, the items in doubt and those needing a person.
 
-    Reads the state database only (which must exist); nothing is sent. Exits 0 when every
-    item is settled, 1 when any failed, was refused or invalid, is unknown or needs a
-    person, 5 while items are pending (or none was made yet).
+    Reads the state database only (which must exist); nothing is sent. Pending items are
+    counted by how far they went (confirmed, created, not started), and a latest run that
+    stopped (funds short, a signal) says so. Exits 0 when every item is settled, 1 when any
+    failed, was refused or invalid, is unknown or needs a person, 4 when the latest run
+    stopped short of funds, 5 while items are pending (or none was made yet).
 
     \b
     Example:

@@ -4,10 +4,12 @@ what it prints at the end.
 On a terminal: one bar per phase (prepare, confirm, poll ...) drawn by rich, with the count
 done of the total, the rate and the time left; log lines are printed above the bars (the
 "runner" logger goes through rich's console while the run lasts), warnings in yellow and
-errors in red. Without a terminal (cron): the log lines as they are, plus a heartbeat line
-every 30 s of a long phase (``poll: 1761/2000 final``), so a long ``wait_for_final`` is not
-silent. ``NO_COLOR`` (any value) turns colour off, as https://no-color.org asks; rich reads
-it itself.
+errors in red. Without a terminal (cron), or with ``-q``: the log lines as they are, plus a
+heartbeat line every 30 s of a long phase, counted against the whole batch the run pays
+(``confirm: 320/2350``; ``poll: 1761/2000 final``, of those confirmed), so a long run is not
+silent. ``-q`` keeps the heartbeats (their own logger, ``runner.progress``), the warnings and
+the errors.
+``NO_COLOR`` (any value) turns colour off, as https://no-color.org asks; rich reads it itself.
 
 The engine calls ``phase(name, total)`` as a phase starts and ``step(name, entry)`` after
 each item (``RunOptions.on_phase``, ``on_progress``); a phase worked in windows is announced
@@ -40,6 +42,7 @@ from rich.progress import (
 from rich.text import Text
 
 log = logging.getLogger("runner")
+beats = logging.getLogger("runner.progress")  # kept by -q, which silences runner's INFO
 HEARTBEAT = 30.0  # seconds of a phase between two plain progress lines
 POLL = "poll"
 _LEVELS = {logging.WARNING: "yellow", logging.ERROR: "bold red", logging.CRITICAL: "bold red"}
@@ -52,6 +55,7 @@ class RunProgress:
         self.lock = threading.Lock()
         self.totals: dict[str, int] = {}
         self.done: dict[str, int] = {}
+        self.whole = 0  # the items the run pays (its plan's), once known
 
     def __enter__(self) -> RunProgress:
         return self
@@ -70,6 +74,11 @@ class RunProgress:
                 self.totals[name], self.done[name] = total, 0
             self.started(name)
 
+    def batch(self, total: int) -> None:
+        """The run's plan is made: it pays ``total`` items, which each phase counts to."""
+        with self.lock:
+            self.whole = total
+
     def step(self, name: str, entry: Any) -> None:
         with self.lock:
             if name != POLL or entry.record.step == "final":
@@ -77,9 +86,13 @@ class RunProgress:
                 self.moved(name)
 
     def line(self, name: str) -> str:
-        """``prepare: 437/2000``; ``poll: 1761/2000 final``."""
+        """``prepare: 437/2000``; ``poll: 1761/2000 final``: out of the whole batch the run
+        pays, not of the windows so far."""
         final = " final" if name == POLL else ""
-        return f"{name}: {self.done.get(name, 0)}/{self.totals.get(name, 0)}{final}"
+        total = self.totals.get(name, 0)
+        if name != POLL:  # poll counts what it follows: what was confirmed
+            total = max(total, self.whole)
+        return f"{name}: {self.done.get(name, 0)}/{total}{final}"
 
     def started(self, name: str) -> None:
         """A phase (or a poll round) began; under the lock."""
@@ -121,7 +134,7 @@ class PlainProgress(RunProgress):
                 return
             self.last = self.clock()
             line = self.line(self.current)
-        log.info("%s", line)
+        beats.info("%s", line)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.tick):
@@ -194,10 +207,8 @@ class _ConsoleHandler(logging.Handler):
 
 
 def progress_for(terminal: bool, quiet: bool) -> RunProgress:
-    """Bars on a terminal, heartbeats without one, nothing with ``-q``."""
-    if quiet:
-        return RunProgress()
-    return BarProgress() if terminal else PlainProgress()
+    """Bars on a terminal, heartbeats without one or with ``-q``."""
+    return BarProgress() if terminal and not quiet else PlainProgress()
 
 
 def colour() -> bool | None:

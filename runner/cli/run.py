@@ -93,6 +93,8 @@ def _logging(quiet: bool, verbose: bool) -> None:
     root = logging.getLogger("runner")
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # The heartbeat lines (``runner.cli.progress``) stay with -q: cron's log shows a long run.
+    logging.getLogger("runner.progress").setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
 def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
@@ -101,7 +103,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.approvals import require_plan
-    from runner.engine.batch import RunOptions, run_job
+    from runner.engine.batch import RunOptions, record_exit, run_job
     from runner.job import load_job
     from runner.state import hold_lease
     from runner.summary import check_summary, status_lines
@@ -121,6 +123,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
         options.ask = _ask
     progress = progress_for(sys.stderr.isatty(), quiet)
     options.on_phase, options.on_progress = progress.phase, progress.step
+    options.on_batch = progress.batch
     # Ctrl-C and SIGTERM (systemd, a container's time-out) alike: the calls in flight finish
     # and are recorded, the summary is written, and the exit code says which (128 + signal).
     stopped_by: list[int] = []
@@ -148,7 +151,13 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     if result.message:
         click.echo(result.message, err=True)
     code = _summarize(loaded, templates, state, result)
-    sys.exit(128 + stopped_by[0] if stopped_by else code)
+    code = 128 + stopped_by[0] if stopped_by else code
+    try:
+        record_exit(state_path, result, code)
+    except RunnerError as error:  # the run is over: its exit code stays what it says
+        logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
+                                            code, error)
+    sys.exit(code)
 
 
 def _summarize(loaded: Job, templates: Templates, state: StateLocation | None, result: RunResult
@@ -187,7 +196,9 @@ def run_options(f: F) -> F:
         click.option("--yes", is_flag=True, help="Do not ask before money moves."),
         click.option("--allow-partial", is_flag=True,
                      help="Confirm what the balance covers even when it cannot cover all."),
-        click.option("--quiet", "-q", is_flag=True, help="Warnings and errors only."),
+        click.option("--quiet", "-q", is_flag=True,
+                     help="Warnings, errors and a heartbeat line every 30 s of a long phase; "
+                          "no progress bars."),
         click.option("--verbose", "-v", is_flag=True, help="A log line per call."),
     ]):
         f = decorator(f)

@@ -58,7 +58,7 @@ from runner.job import Job
 from runner.kinds import kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import LEASE_TTL, StateStore, now_iso, open_store
+from runner.state import LEASE_TTL, StateLocation, StateStore, now_iso, open_store
 from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
@@ -82,6 +82,7 @@ class RunOptions:
     ask: Callable[[Plan], bool] | None = None
     on_progress: Progress | None = None  # after each item of a phase
     on_phase: PhaseStart | None = None  # as a phase starts, with how many items it takes
+    on_batch: Callable[[int], None] | None = None  # the plan recorded: how many it pays
     claim_ttl: float = CLAIM_TTL
 
 
@@ -95,6 +96,7 @@ class RunResult:
     # A run that repeats the last (nothing to do): its closing lines and item counts.
     lines: list[str] = field(default_factory=list)
     repeated: dict[str, int] = field(default_factory=dict)
+    run_id: int | None = None  # the run recorded in the state
 
     @property
     def counts(self) -> dict[str, int]:
@@ -110,8 +112,9 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             if last is not None:
                 log.info("inputs unchanged since run %d and every item done: nothing to do",
                          last.id)
-                return RunResult(repeat(job, state, last, digest), "",
-                                 lines=list(last.lines or ()), repeated=dict(last.counts))
+                again, repeated = repeat(job, state, last, digest)
+                return RunResult(repeated, "", lines=list(last.lines or ()),
+                                 repeated=dict(last.counts), run_id=again)
         started = now_iso()
         run_id = state.start_run(job.name, str(job.path))
         try:
@@ -154,7 +157,17 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
         if summary is not None:
             read_runs(summary, state)
         return RunResult(code, ending.message, summary,
-                         None if ending.refused or plan is None else plan.report, plan)
+                         None if ending.refused or plan is None else plan.report, plan,
+                         run_id=run_id)
+
+
+def record_exit(state_path: StateLocation, result: RunResult, exit_code: int) -> None:
+    """The exit code the process exits with, in the run's row, when it is not the run's
+    own (decided after it: 3 when the summary's email failed, 130 or 143 after a signal)."""
+    if result.run_id is None or exit_code == result.exit_code:
+        return
+    with open_store(state_path) as state:
+        state.note_exit(result.run_id, exit_code)
 
 
 def _share(job: Job, options: RunOptions, started: str) -> Share:
@@ -252,4 +265,6 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     state.record_plan(job.name, job.kind, CHANGED)
     state.set_rest(job.name, stager.rest)
     state.note_inputs(run_id, digest)  # validated in full, and its items recorded
+    if options.on_batch is not None:
+        options.on_batch(plan.paying)
     return None, plan

@@ -65,8 +65,9 @@ def unchanged(job: Job, state: StateStore, digest: str) -> RunRecord | None:
     return last
 
 
-def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> int:
-    """Record a run that repeats ``last`` (under the lease, as any run); its exit code."""
+def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> tuple[int, int]:
+    """Record a run that repeats ``last`` (under the lease, as any run); its id and exit
+    code."""
     run_id = state.start_run(job.name, str(job.path))
     token = state.acquire_lease(job.name, run_id)
     beat = Heartbeat(state, job.name, token)
@@ -79,7 +80,7 @@ def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> int:
         state.release_lease(job.name, token)
     code = exit_code(last.counts)
     state.end_run(run_id, code, last.counts, "", last.digest)
-    return code
+    return run_id, code
 
 
 def exit_code(counts: Mapping[str, int]) -> int:

@@ -48,6 +48,9 @@ class RunBook:
                   [now_iso(), exit_code, json.dumps(dict(counts)), message or None, digest,
                    run_id])
 
+    def note_exit(self, run_id: int, exit_code: int) -> None:
+        self._run("UPDATE runs SET exit_code = ? WHERE id = ?", [exit_code, run_id])
+
     def note_inputs(self, run_id: int, digest: str) -> None:
         self._run("UPDATE runs SET inputs = ? WHERE id = ?", [digest, run_id])
 

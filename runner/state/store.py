@@ -77,6 +77,11 @@ class StateStore(ABC):
         of the summary it ended with."""
 
     @abstractmethod
+    def note_exit(self, run_id: int, exit_code: int) -> None:
+        """The exit code the run's process exited with, when it is not the one ``end_run``
+        wrote: decided after it (the summary's email failed, 3; a signal, 130 or 143)."""
+
+    @abstractmethod
     def note_inputs(self, run_id: int, digest: str) -> None:
         """The digest of the inputs (job, rows, templates) the run validated in full and
         worked on; ``RunRecord.inputs``."""

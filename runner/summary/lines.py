@@ -84,6 +84,14 @@ class ItemLine:
     final_at: datetime | None = None  # it ended settled or failed (as runner learnt it)
 
 
+def stage(item: ItemLine) -> str:
+    """How far a pending item went: ``confirmed`` (its money-moving call answered: on its
+    way), ``created`` (started, not confirmed), ``not started`` (nothing made yet)."""
+    if item.confirmed_at is not None or item.step == "confirmed":
+        return "confirmed"
+    return "not started" if item.step in ("", "new") else "created"
+
+
 def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -> ItemLine:
     who = json.loads(r.summary or "{}")
     ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))

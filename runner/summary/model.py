@@ -30,7 +30,7 @@ from runner.state import Approval, RunRecord, StateStore
 from runner.summary.amounts import money_text
 from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
 from runner.summary.lines import Scrubber as Scrubber
-from runner.summary.tally import LIST_LIMIT, PROBLEMS, REVIEW, STATES, Listed, Tally
+from runner.summary.tally import LIST_LIMIT, PROBLEMS, REVIEW, STAGES, STATES, Listed, Tally
 from runner.summary.totals import CurrencyTotal, Rate
 
 # Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
@@ -129,6 +129,18 @@ class Summary:
         return self._tally.with_details
 
     @property
+    def stages(self) -> dict[str, int]:
+        """The pending items by how far they went (confirmed, created, not started): after
+        an interruption, what was confirmed is on its way and the rest waits for a run."""
+        return {k: n for k, n in self._tally.stages.items() if n}
+
+    @property
+    def funds_stop(self) -> bool:
+        """The latest run stopped because the balances could not cover what it would pay
+        (before anything was confirmed)."""
+        return self.run is not None and self.run.exit_code == FUNDS_SHORT
+
+    @property
     def unpriced(self) -> int:
         """Items not settled whose amount the provider has not stated yet (not quoted)."""
         return self._tally.unpriced
@@ -147,9 +159,12 @@ class Summary:
     @property
     def status_code(self) -> int:
         """`runner status`'s exit code: 1 when an item did not end well (or may not have),
-        else PENDING while any is on its way (or none was made yet), else 0."""
+        else FUNDS_SHORT when the latest run stopped short of funds, else PENDING while any
+        is on its way (or none was made yet), else 0."""
         if self.items_problems:
             return 1
+        if self.funds_stop:
+            return FUNDS_SHORT
         if not self.items or self.counts.get("pending") or self.counts.get("awaiting_confirm"):
             return PENDING
         return 0
@@ -215,6 +230,7 @@ class Summary:
             "run": _run_dict(self.run), "money_run": _run_dict(moved),
             "runs_since": len(self.runs_since) if moved else None,
             "counts": {**{k: 0 for k in STATES}, **self.counts},
+            "pending_stages": {**{k: 0 for k in STAGES}, **self.stages},
             "totals": [{"currency": t.currency, "sent": t.sent,
                         "fees": t.fees if t.fees_known else None, "received": t.received,
                         "planned": t.planned, "failed": t.failed, "pending": t.pending,

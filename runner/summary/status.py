@@ -12,10 +12,21 @@ from runner.summary.model import Summary
 ORDER = ("settled", "pending", "awaiting_confirm", "failed", "conflict", "unknown", "in_doubt")
 
 
+# How far pending items went (``Summary.stages``), as the line under the counts says it.
+STAGES = {"confirmed": "confirmed (on their way)", "created": "created (not confirmed)",
+          "not started": "not started"}
+# A run's exit code after a signal, and what sent it.
+SIGNALS = {130: "Ctrl-C", 143: "SIGTERM"}
+
+
 def status_lines(summary: Summary) -> list[str]:
     counts = ", ".join(f"{summary.counts[k]} {k.replace('_', ' ')}" for k in ORDER
                        if summary.counts.get(k))
     lines = [f"{summary.job}: {len(summary.items)} items: {counts or 'none yet'}"]
+    lines += _stopped(summary)
+    stages = summary.stages
+    if summary.counts.get("pending") and list(stages) != ["not started"]:
+        lines.append("  pending: " + ", ".join(f"{n} {STAGES[k]}" for k, n in stages.items()))
     for t in summary.totals:
         if t.senders:
             fees = f", fees {number_text(t.fees, t.currency)}" if t.fees_known else ""
@@ -38,6 +49,22 @@ def status_lines(summary: Summary) -> list[str]:
         lines.append(f"  invalid: {summary.counts['invalid']} item(s) not sent; "
                      f"`runner validate` lists the problems")
     return lines
+
+
+def _stopped(summary: Summary) -> list[str]:
+    """Why the latest run ended short of the batch's end, when it did."""
+    run = summary.run
+    if run is None:
+        return []
+    if summary.funds_stop:
+        return [f"  stopped: funds short: {run.message}; run {run.id} confirmed nothing"]
+    if run.exit_code in SIGNALS:
+        return [f"  stopped: run {run.id} was interrupted ({SIGNALS[run.exit_code]}, exit "
+                f"{run.exit_code}); the next run resumes the batch"]
+    if run.state == "interrupted":
+        return [f"  stopped: run {run.id} did not finish (killed, or its host stopped); the "
+                f"next run resumes the batch"]
+    return []
 
 
 def _more(n: int, what: str) -> list[str]:

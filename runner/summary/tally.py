@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, overload
 
-from runner.summary.lines import ItemLine
+from runner.summary.lines import ItemLine, stage
 from runner.summary.totals import MONEY, Sums
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
@@ -24,6 +24,8 @@ PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
 REVIEW = ("conflict", "unknown", "in_doubt")
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
+# How far pending items went, in the order a reader counts them.
+STAGES = ("confirmed", "created", "not started")
 
 
 class Listed:
@@ -84,6 +86,7 @@ class Tally:
         self.items, self.failed, self.needs_person, self.pending, self.awaiting_confirm, \
             self.with_details = (Listed(limit) for _ in range(6))
         self.counts = {k: 0 for k in STATES}
+        self.stages = {k: 0 for k in STAGES}  # pending items by ``lines.stage``
         self.unpriced = 0
         self.sums = Sums()
         self.groups: dict[str, dict[str, Decimal]] = {}  # money group -> currency -> sum
@@ -99,6 +102,8 @@ class Tally:
                             (self.with_details, bool(i.details))):
             if yes:
                 listed.add(i)
+        if i.state == "pending":
+            self.stages[stage(i)] += 1
         if i.state != "settled" and i.source_amount is None:
             self.unpriced += 1
         group = MONEY.get(i.state)
