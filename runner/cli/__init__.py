@@ -34,8 +34,9 @@ Example:
 \b
 Exit codes:
   0   every item settled well
-  1   some items failed, were refused or are unknown; or "no" to the question
-      before money moves (nothing was sent or written)
+  1   some items failed, were refused or are unknown; a row changed after its
+      item was paid or sent (left unpaid); or "no" to the question before money
+      moves (nothing was sent or written)
   2   usage error or invalid job file (nothing was sent); a plan refused by apply;
       status, report or reconcile named a state database that does not exist
   3   items handled, but the summary email could not be sent (or the summary not

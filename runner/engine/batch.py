@@ -35,6 +35,7 @@ resumed by the next one; a Ctrl-C lets calls in flight finish and be recorded.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -58,7 +59,15 @@ from runner.job import Job
 from runner.kinds import kind_named
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import LEASE_TTL, StateLocation, StateStore, now_iso, open_store
+from runner.state import (
+    LEASE_TTL,
+    ItemChanges,
+    ItemRecord,
+    StateLocation,
+    StateStore,
+    now_iso,
+    open_store,
+)
 from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
@@ -263,8 +272,30 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     if options.ask is not None and plan.paying and not options.ask(plan):
         return Ending(1, "cancelled; nothing was sent", refused=True), plan
     state.record_plan(job.name, job.kind, CHANGED)
+    _refused_when_quoted(job, flow, plan)
     state.set_rest(job.name, stager.rest)
     state.note_inputs(run_id, digest)  # validated in full, and its items recorded
     if options.on_batch is not None:
         options.on_batch(plan.paying)
     return None, plan
+
+
+def _refused_when_quoted(job: Job, flow: Flow[Any, Any], plan: Plan) -> None:
+    """The items whose quotation the provider refused when the applied plan was made
+    (``quote_refused``): recorded as failed, nothing sent, with the provider's code and
+    message, as a run that quoted them would have recorded them; the next run asks again."""
+    new: list[ItemRecord] = []
+    for p in plan.of("quote_refused"):
+        if p.valid is None or (p.record is not None and (p.record.step != "new"
+                                                         or p.record.intent)):
+            continue
+        changes: ItemChanges = {"outcome": "failed", "error_code": p.code,
+                                "error_message": p.why}
+        if p.record is not None:
+            flow.state.update_item(p.external_id, **changes)
+            continue
+        record = ItemRecord(p.external_id, job.name, job.kind, p.row, p.fingerprint,
+                            summary=json.dumps(flow.summary_of(p.valid.item), sort_keys=True))
+        record.apply(changes)
+        new.append(record)
+    flow.state.insert_items(new)

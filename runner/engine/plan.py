@@ -11,12 +11,15 @@ from the provider's published rates) and adds up what each balance must cover ag
 holds (``Need``). `runner plan`, `runner run --dry-run`, the question asked on a terminal,
 `runner run` (its funds-first check and the items it works on) and `runner apply` (which
 compares a plan file with the plan made again) all read it; ``runner.engine.plan_text``
-renders it.
+renders it. With ``quote``, an item whose quotation the provider refuses is
+``quote_refused``, with the provider's code and message: not paid, and recorded as refused
+by the run that applies the plan.
 """
 
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import socket
 import time
@@ -30,7 +33,7 @@ from typing import Any
 
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.engine.funds import Need, available, draw, needs
-from runner.errors import JobError, ProviderHTTPError
+from runner.errors import ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
@@ -38,11 +41,13 @@ from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
 from runner.summary.model import Scrubber
-from runner.validation import Report, quotation_problem, validate_job
+from runner.validation import Report, validate_job
 
 TO_PAY = ("new", "resume", "in_doubt", "retry")
-SKIPPED = ("settled", "failed", "review", "changed", "refused", "invalid", "unplanned")
-LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "invalid")
+SKIPPED = ("settled", "failed", "review", "changed", "refused", "quote_refused", "invalid",
+           "unplanned")
+LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "quote_refused",
+          "invalid")
 CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
 
@@ -63,6 +68,8 @@ class PlannedItem:
     why: str = ""
     price: Price | None = None
     balance: str | None = None  # the balance it draws on (``Flow.draws``)
+    paid_to: str = ""  # who its item paid (or is paying), when its row asks otherwise now
+    code: str = ""  # the provider's code, of a quotation it refused (``why``: its message)
     valid: ValidItem | None = field(default=None, repr=False, compare=False)
     record: ItemRecord | None = field(default=None, repr=False, compare=False)
 
@@ -70,10 +77,16 @@ class PlannedItem:
     def pays(self) -> bool:
         return self.action in TO_PAY
 
+    @property
+    def left_unpaid(self) -> bool:
+        """Its row asks another payment than the one made or on its way: not paid again."""
+        return self.action == "changed" or (self.action == "settled" and self.changed)
+
     def as_dict(self) -> dict[str, Any]:
         price = self.price
         return {"external_id": self.external_id, "row": self.row, "action": self.action,
                 "ref": self.ref, "step": self.step, "changed": self.changed, "why": self.why,
+                **({"code": self.code} if self.code else {}),
                 "fingerprint": self.fingerprint, "balance": self.balance,
                 **({k: _text(v) for k, v in asdict(price).items()} if price else {})}
 
@@ -101,9 +114,12 @@ class Plan:
     tally: Counter[str] = field(default_factory=Counter)  # actions, of a streamed plan
     steps: Counter[str] = field(default_factory=Counter)  # where resumed items are
     money: dict[str, Decimal] = field(default_factory=dict)  # to pay, per currency
+    left_unpaid: int = 0  # rows asking another payment than the one made or on its way
 
     def add(self, p: PlannedItem) -> None:
-        if not self.streamed or p.action in LISTED or (p.action == "settled" and p.changed):
+        if p.left_unpaid:
+            self.left_unpaid += 1
+        if not self.streamed or p.action in LISTED or p.left_unpaid:
             self.items.append(p)
         if self.streamed:
             self.tally[p.action] += 1
@@ -174,7 +190,8 @@ class Plan:
                 "quoted": self.quoted,
                 "retry_failed": self.retry_failed, "made_by": self.made_by,
                 "made_on": self.made_on, "made_at": _iso(self.made_at),
-                "counts": self.counts, "stops": self.stops, "shortfall": self.shortfall(),
+                "counts": self.counts, "left_unpaid": self.left_unpaid, "stops": self.stops,
+                "shortfall": self.shortfall(),
                 "balances": [n.as_dict() for n in self.needs],
                 "items": [p.as_dict() for p in self.items]}
 
@@ -291,6 +308,8 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
     else:
         p.action = "resume"
         p.why = f"last refused: {failure}" if record.outcome == "failed" and failure else ""
+    if p.left_unpaid:
+        p.paid_to = str(json.loads(record.summary or "{}").get("beneficiary") or "")
     return p
 
 
@@ -313,21 +332,20 @@ def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[
 
 def _quote(job: Job, provider: Provider, plan: Plan) -> None:
     """Real quotations (``dryrun-<stamp>-`` external_ids, never confirmed) for the items to
-    pay that are not quoted yet; one the provider refuses makes its item invalid."""
+    pay that are not quoted yet; one the provider refuses is not paid (``quote_refused``),
+    and says the provider's code and message, as a run that quoted it would."""
     kind = kind_named(job.kind)
     assert kind.quote is not None
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    clean = Scrubber(job.secrets())
     todo = [p for p in plan.to_pay if p.valid is not None and p.step == "new"]
 
     def one(p: PlannedItem) -> None:
         assert p.valid is not None and kind.quote is not None
         try:
             quoted = kind.quote(p.valid, provider, stamp)
-        except ProviderHTTPError as exc:
-            name, message = quotation_problem(exc)
-            p.action, p.why = "invalid", f"{name}: {message}"
-            plan.report.invalid_rows.add(p.row)
-            plan.report.problems.append(JobError(p.valid.file, p.row, name, message))
+        except ProviderHTTPError as exc:  # its message may echo what it was sent
+            p.action, p.code, p.why = "quote_refused", exc.code or "", clean(exc.message)
             return
         rate = p.price.rate if p.price else None
         p.price = Price(quoted.currency, quoted.amount, quoted.fee, rate, quoted.quoted_rate,

@@ -181,12 +181,17 @@ def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:
 
 def restrict(content: dict[str, Any], plan: Plan) -> None:
     """Leave to pay only what the plan lists to pay (an item is sent again only when the
-    plan says so); the others become ``unplanned``."""
-    actions = {p["external_id"]: p["action"] for p in content["items"] if p["external_id"]}
+    plan says so); the others become ``unplanned``, but those whose quotation the provider
+    refused when the plan was made, which stay refused (``quote_refused``), with the
+    provider's code and message, for the run to record."""
+    planned = {p["external_id"]: p for p in content["items"] if p["external_id"]}
     for p in plan.to_pay:
-        then = actions.get(p.external_id)
-        if then not in TO_PAY or (p.action == "retry") != (then == "retry"):
-            p.action, p.why = "unplanned", f"the plan says {then or 'nothing of it'}"
+        then = planned.get(p.external_id, {})
+        action = then.get("action")
+        if action == "quote_refused":
+            p.action, p.code, p.why = action, str(then.get("code") or ""), str(then["why"])
+        elif action not in TO_PAY or (p.action == "retry") != (action == "retry"):
+            p.action, p.why = "unplanned", f"the plan says {action or 'nothing of it'}"
 
 
 def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by: str,

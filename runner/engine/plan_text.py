@@ -12,7 +12,8 @@ LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up 
           "retry": "to send again (--retry-failed)", "settled": "settled",
           "failed": "failed earlier", "review": "needs a person",
           "changed": "changed after its payment started", "refused": "refused",
-          "invalid": "invalid", "unplanned": "not to pay in the plan"}
+          "quote_refused": "refused by the provider (its quotation)", "invalid": "invalid",
+          "unplanned": "not to pay in the plan"}
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -28,7 +29,11 @@ def plan_lines(plan: Plan) -> list[str]:
                 continue
             lines.append(f"  {LABELS[action]}: {counts[action]}{_steps(plan, action)}")
             lines += [f"    {_item(p)}" for p in plan.items if p.action == action and
-                      (action in LISTED or (action == "settled" and p.changed))]
+                      (action in LISTED or p.left_unpaid)]
+    if plan.left_unpaid:
+        lines.append(f"{plan.left_unpaid} row(s) ask another payment than the one made or on "
+                     f"its way: not paid again; a new batch needs a new `name` in its job "
+                     f"file (the same name is the same batch)")
     if plan.needs:
         lines.append("balances:")
         lines += [f"  {_need(n)}" for n in plan.needs]
@@ -63,10 +68,14 @@ def _steps(plan: Plan, action: str) -> str:
 
 def _item(p: PlannedItem) -> str:
     name = f"{p.external_id} (row {p.row})" if p.external_id else f"row {p.row}"
+    if p.paid_to:
+        name += f", {p.paid_to}"
     if p.action == "retry":
         name += f" as {p.ref}"
     why = p.why
-    if p.action in ("retry", "failed"):
+    if p.action == "quote_refused":
+        why = f"{p.code} {p.why}; not paid"
+    elif p.action in ("retry", "failed"):
         why += "; changed since it failed" if p.changed else "; unchanged since it failed"
     elif p.action == "settled":
         why = "changed since it was paid: not paid again"

@@ -27,6 +27,8 @@ from runner.state.workers import LocalWorkers
 T = TypeVar("T")
 CHUNK = 500  # ids in one IN (...) list
 _OPEN = "job_name = ? AND step <> 'final' AND outcome <> 'conflict'"
+# What a staged row asks, when it is not what its item was paid (or sent) for.
+_ASKED = "CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END"
 
 
 class LocalPasses(LocalWorkers):
@@ -82,7 +84,14 @@ class LocalPasses(LocalWorkers):
             "items.external_id = plan_items.external_id", [stamp, job_name],
             "UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = ?, "
             "updated_at = ? WHERE external_id IN (SELECT external_id FROM plan_items WHERE "
-            "job_name = ? AND action = 'changed')", [conflict, stamp, job_name])
+            "job_name = ? AND action = 'changed')", [conflict, stamp, job_name],
+            # What the row asks now, of an item paid or on its way; cleared when the row asks
+            # what was paid again. Rows that stay as they were are not touched (their
+            # updated_at tells a run of unchanged inputs that nothing moved).
+            f"UPDATE items SET changed_to = {_ASKED}, updated_at = ? FROM plan_items WHERE "
+            "plan_items.job_name = ? AND plan_items.action IN ('settled', 'changed') AND "
+            "items.external_id = plan_items.external_id AND "
+            f"coalesce(items.changed_to, '') <> coalesce({_ASKED}, '')", [stamp, job_name])
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         found: dict[str, Staged] = {}

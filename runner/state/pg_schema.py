@@ -85,6 +85,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
     ),
     "0008_plan_passes_rest_workers": MIGRATION_0008,  # the same statements as SQLite's
+    "0009_items_changed_to": (
+        "ALTER TABLE items ADD COLUMN changed_to text",
+    ),
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -49,6 +49,7 @@ class ItemChanges(TypedDict, total=False):
     error_message: str | None
     summary: str | None
     details: str | None
+    changed_to: str | None
 
 
 @dataclass(slots=True)
@@ -58,7 +59,9 @@ class ItemRecord:
     ``step`` is how far it went (new, quoted, created, confirmed, final, or a kind's own
     steps); ``intent`` the call sent whose answer is not known yet (not None: in doubt);
     ``attempt`` 1, or N for the ``-rN`` attempt after an expiry; ``summary`` (who and how
-    much, masked) and ``details`` (what the provider gave to finish or show it) are JSON.
+    much, masked) and ``details`` (what the provider gave to finish or show it) are JSON;
+    ``changed_to``: the fingerprint of what the job's row asks now, when it is not what was
+    paid (or is on its way): the item is not paid again, and is listed as changed.
     """
 
     external_id: str
@@ -87,6 +90,7 @@ class ItemRecord:
     error_message: str | None = None
     summary: str | None = None
     details: str | None = None
+    changed_to: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
 

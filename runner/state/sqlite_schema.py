@@ -120,3 +120,11 @@ MIGRATION_0008 = (
     "CREATE INDEX idx_items_claims ON items (job_name, claim_expires) "
     "WHERE claimed_by IS NOT NULL",
 )
+
+
+@migrations(name="0009_items_changed_to")
+def _changed_to(db: Database) -> None:
+    # An item whose job row asks for another payment than the one made (or on its way):
+    # the fingerprint of what the row asks now. It is not paid again, and every view of
+    # the batch lists it until the row asks what was paid again.
+    db.table("items").add_column("changed_to", str)

@@ -294,8 +294,9 @@ class StateStore(ABC):
     def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
         """Record the staged plan in one transaction, once its checks passed: its new items
         (``action`` new), the rows of resumed items that changed before anything was sent
-        for them, and the items changed after their payment started (a conflict, with
-        ``conflict`` as its message)."""
+        for them, the items changed after their payment started (a conflict, with
+        ``conflict`` as its message), and, for the items paid or on their way, what their
+        row asks now when it is not what was paid (``ItemRecord.changed_to``)."""
 
     @abstractmethod
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:

@@ -30,6 +30,8 @@ NEEDS_PERSON = {"conflict": "the provider holds a different payment under this e
                             "or the item changed after its payment started",
                 "unknown": "the outcome of a call could not be learnt: check the payment at "
                            "the provider before anything else"}
+# The outcomes of an item paid or on its way, whose row may ask another payment since.
+CHANGEABLE = ("settled", "pending", "awaiting_confirm")
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
 
@@ -82,6 +84,9 @@ class ItemLine:
     created_at: datetime | None = None  # first recorded
     confirmed_at: datetime | None = None  # the provider answered the call that moves money
     final_at: datetime | None = None  # it ended settled or failed (as runner learnt it)
+    # What the provider made of it, where ``state`` says more (``changed``: paid or on its
+    # way, its row asking another payment since): where its money is.
+    outcome: str = ""
 
 
 def stage(item: ItemLine) -> str:
@@ -92,13 +97,25 @@ def stage(item: ItemLine) -> str:
     return "not started" if item.step in ("", "new") else "created"
 
 
+def state_of(r: ItemRecord) -> str:
+    """An item's state as every view of the batch shows it: ``in_doubt`` while a call's
+    answer is not known; ``changed`` when its job row asks another payment than the one
+    made or on its way (``changed_to``), which is not paid again; else its outcome."""
+    if r.intent:
+        return "in_doubt"
+    if r.changed_to is not None and (r.outcome in CHANGEABLE or (
+            r.outcome == "conflict" and r.error_code == "changed")):
+        return "changed"
+    return r.outcome
+
+
 def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -> ItemLine:
     who = json.loads(r.summary or "{}")
     ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
     status = r.status or ""
     coded = status.isdigit()
     return ItemLine(
-        external_id=r.external_id, row=r.row, state=r.state,
+        external_id=r.external_id, row=r.row, state=state_of(r),
         beneficiary=clean(who.get("beneficiary") or ""), identifier=clean(ident),
         payer_id=who.get("payer_id"), step=r.step or "", status=status,
         source_currency=r.source_currency or "", source_amount=r.source_amount,
@@ -110,7 +127,8 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
         status_code=status if coded else "",
         status_name=clean((r.status_message or "") if coded else status),
         created_at=when(r.created_at), confirmed_at=when(confirmed_at),
-        final_at=when(r.updated_at) if r.state in ("settled", "failed") else None)
+        final_at=when(r.updated_at) if r.state in ("settled", "failed") else None,
+        outcome=r.outcome)
 
 
 def when(text: str | None) -> datetime | None:
@@ -159,7 +177,11 @@ def _text(value: Any) -> str:
 
 
 def _check(r: ItemRecord) -> str:
-    state = r.state
+    state = state_of(r)
+    if state == "changed":
+        done = "paid" if r.outcome == "settled" else f"on its way ({r.step})"
+        return (f"its row changed after it was {done}: the new request is not paid; a new "
+                f"batch needs a new `name` in its job file (the same name is the same batch)")
     if state == "in_doubt":
         return (f"the {r.intent} call was sent and its answer lost: look up the transaction "
                 f"with external_id {r.ref} at the provider; the next run does this itself "
@@ -173,6 +195,9 @@ def _check(r: ItemRecord) -> str:
         return f"not confirmed yet (stopped at {r.step}); the next run continues it"
     if state == "awaiting_confirm":
         return "created, not confirmed: `runner confirm` sends it"
+    if state == "failed" and r.step == "new":
+        return ("refused by the provider before anything was made for it: nothing was paid; "
+                "the next run asks again")
     return ""
 
 

@@ -120,6 +120,12 @@ class Summary:
         return self._tally.pending
 
     @property
+    def left_unpaid(self) -> Listed:
+        """Items paid (or on their way) whose job row asks another payment since (state
+        ``changed``): the new request is not paid (a new batch needs a new job name)."""
+        return self._tally.left_unpaid
+
+    @property
     def awaiting_confirm(self) -> Listed:
         return self._tally.awaiting_confirm
 
@@ -212,9 +218,11 @@ class Summary:
             amounts = self._amounts(group) if group else ""
             return f"{n:,} {words}" + (f" ({amounts})" if amounts else "")
 
-        parts = [part(c.get("settled", 0), "paid", "paid")]
+        parts = [part(self._tally.paid, "paid", "paid")]
         parts += [part(c[k], k, "failed" if k == "failed" else "") for k in
                   ("failed", "refused", "invalid") if c.get(k)]
+        if c.get("changed"):
+            parts.append(f"{c['changed']:,} changed after being paid or sent (not paid again)")
         if review:
             parts.append(f"{review} {'needs' if review == 1 else 'need'} review")
         if c.get("pending"):
@@ -241,6 +249,7 @@ class Summary:
                       for r in self.rates],
             "not_priced": self.unpriced,
             "failed": [_item_dict(i) for i in self.failed],
+            "changed": [_item_dict(i) for i in self.left_unpaid],
             "needs_person": [_item_dict(i) for i in self.needs_person],
             "pending": [_item_dict(i) for i in self.pending],
             "awaiting_confirm": [_item_dict(i) for i in self.awaiting_confirm],
@@ -251,6 +260,7 @@ class Summary:
             "notes": self.notes, "csv": self.csv_path, "items": len(self.items),
             "listed": {"limit": self.limit, "failed": len(self.failed),
                        "needs_person": len(self.needs_person), "pending": len(self.pending),
+                       "changed": len(self.left_unpaid),
                        "awaiting_confirm": len(self.awaiting_confirm),
                        "details": len(self.with_details)}}
 

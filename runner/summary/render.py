@@ -46,7 +46,8 @@ class _Labels(dict[str, str]):
 LABELS = _Labels({
     "settled": "paid", "pending": "pending", "awaiting_confirm": "awaiting confirmation",
     "failed": "failed", "refused": "refused", "invalid": "invalid (not sent)",
-    "conflict": "conflict", "unknown": "unknown outcome", "in_doubt": "in doubt"})
+    "changed": "changed after being paid or sent", "conflict": "conflict",
+    "unknown": "unknown outcome", "in_doubt": "in doubt"})
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@ after its last call. A view of the one read model (``Summary``), like every repo
 
 from __future__ import annotations
 
-from runner.summary.amounts import number_text
-from runner.summary.model import Summary
+from runner.summary.amounts import money_text, number_text
+from runner.summary.model import ItemLine, Summary
 
 # The item states in the first line; refused and invalid items have lines of their own (they
 # are not items of the job in the state: refused ones belong to another job, invalid ones
 # were never sent).
-ORDER = ("settled", "pending", "awaiting_confirm", "failed", "conflict", "unknown", "in_doubt")
+ORDER = ("settled", "pending", "awaiting_confirm", "failed", "changed", "conflict", "unknown",
+         "in_doubt")
+NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is the same batch, "
+            "whose items are paid once")
 
 
 # How far pending items went (``Summary.stages``), as the line under the counts says it.
@@ -34,6 +37,11 @@ def status_lines(summary: Summary) -> list[str]:
     failed = [i for i in summary.failed if i.state == "failed"]
     lines += [f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}" for i in failed]
     lines += _more(summary.counts.get("failed", 0) - len(failed), "failed")
+    lines += [f"  changed {i.external_id} (row {i.row}){_who(i)}: {i.check}"
+              for i in summary.left_unpaid]
+    lines += _more(summary.left_unpaid.more, "changed")
+    if summary.left_unpaid:
+        lines.append(NEW_NAME)
     lines += [f"  in doubt {i.external_id} (row {i.row}): the {i.intent} was sent and its "
               f"answer lost; the next run looks it up before anything"
               for i in summary.needs_person if i.state == "in_doubt"]
@@ -49,6 +57,15 @@ def status_lines(summary: Summary) -> list[str]:
         lines.append(f"  invalid: {summary.counts['invalid']} item(s) not sent; "
                      f"`runner validate` lists the problems")
     return lines
+
+
+def _who(item: ItemLine) -> str:
+    """``, Jo Doe (EUR 1,183.68 paid)``: who, and what was paid or sent."""
+    text = f", {item.beneficiary}" if item.beneficiary else ""
+    if item.source_amount is not None:
+        done = "paid" if item.outcome == "settled" else "sent"
+        text += f" ({money_text(item.source_amount, item.source_currency)} {done})"
+    return text
 
 
 def _stopped(summary: Summary) -> list[str]:

@@ -15,12 +15,13 @@ from decimal import Decimal
 from typing import Any, overload
 
 from runner.summary.lines import ItemLine, stage
-from runner.summary.totals import MONEY, Sums
+from runner.summary.totals import Sums, money_group
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
-          "conflict", "unknown", "in_doubt")
-# The states that make a run exit 1: an item that did not end well, or may not have.
-PROBLEMS = ("failed", "refused", "invalid", "conflict", "unknown", "in_doubt")
+          "changed", "conflict", "unknown", "in_doubt")
+# The states that make a run exit 1: an item that did not end well, or may not have (a
+# changed item: its row's new request is left unpaid).
+PROBLEMS = ("failed", "refused", "invalid", "changed", "conflict", "unknown", "in_doubt")
 REVIEW = ("conflict", "unknown", "in_doubt")
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
@@ -84,10 +85,11 @@ class Tally:
     def __init__(self, limit: int = LIST_LIMIT) -> None:
         self.limit = limit
         self.items, self.failed, self.needs_person, self.pending, self.awaiting_confirm, \
-            self.with_details = (Listed(limit) for _ in range(6))
+            self.with_details, self.left_unpaid = (Listed(limit) for _ in range(7))
         self.counts = {k: 0 for k in STATES}
         self.stages = {k: 0 for k in STAGES}  # pending items by ``lines.stage``
         self.unpriced = 0
+        self.paid = 0  # items whose money was paid (settled, and changed since)
         self.sums = Sums()
         self.groups: dict[str, dict[str, Decimal]] = {}  # money group -> currency -> sum
         self._hash = hashlib.sha256()
@@ -99,14 +101,17 @@ class Tally:
                             (self.needs_person, i.state in REVIEW),
                             (self.pending, i.state == "pending"),
                             (self.awaiting_confirm, i.state == "awaiting_confirm"),
-                            (self.with_details, bool(i.details))):
+                            (self.with_details, bool(i.details)),
+                            (self.left_unpaid, i.state == "changed")):
             if yes:
                 listed.add(i)
         if i.state == "pending":
             self.stages[stage(i)] += 1
         if i.state != "settled" and i.source_amount is None:
             self.unpriced += 1
-        group = MONEY.get(i.state)
+        group = money_group(i)
+        if group == "paid":
+            self.paid += 1
         if group is not None and i.source_amount is not None:
             sums = self.groups.setdefault(group, {})
             sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.source_amount

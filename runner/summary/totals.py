@@ -16,6 +16,12 @@ MONEY = {"settled": "paid", "failed": "failed", "pending": "pending",
          "in_doubt": "to check"}
 
 
+def money_group(i: ItemLine) -> str | None:
+    """Where ``i``'s money is (``MONEY``): a changed item's is where its outcome says (paid,
+    or on its way), whatever its row asks now."""
+    return MONEY.get(i.outcome if i.state == "changed" else i.state)
+
+
 @dataclass(frozen=True)
 class CurrencyTotal:
     """One currency's money. Settled items: ``sent`` and ``fees`` in a source currency,
@@ -86,7 +92,7 @@ class Sums:
         values[name] = values.get(name, Decimal(0)) + amount
 
     def add(self, i: ItemLine) -> None:
-        group = MONEY.get(i.state)
+        group = money_group(i)
         if group == "paid" and i.destination_currency and i.destination_amount is not None:
             self._add(i.destination_currency, "received", i.destination_amount)
         if group is None or not i.source_currency or i.source_amount is None:

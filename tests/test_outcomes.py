@@ -1,0 +1,124 @@
+"""Nobody left unpaid in silence, end to end against a loopback sandbox: a row changed after
+its item was paid, and an item the provider refused while the plan was quoted, are listed
+by name in every view of the batch (the run's closing lines, status, the summary, the
+CSV) and make the commands exit 1. The provider's own records are the judge."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from conftest import Admin
+from engine_support import HEADER, ROWS, cli, confirmed, err_lines, out_lines, write_job
+
+from runner.sandbox import RunningSandbox
+
+JOB = "pay-2026-11"
+NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is the same "
+            "batch, whose items are paid once")
+
+
+def lines_of(*args: str) -> tuple[int, list[str], list[str]]:
+    result = cli(*args)
+    return result.exit_code, out_lines(result), err_lines(result)
+
+
+def csv_rows(job: Path, state: Path) -> dict[str, dict[str, str]]:
+    result = cli("report", str(job), "--state", str(state), "--format", "csv")
+    return {r["external_id"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+
+
+def changed(external_id: str, row: int, amount: str) -> str:
+    return (f"  changed {external_id} (row {row}), Jo Doe (EUR {amount} paid): its row "
+            f"changed after it was paid: the new request is not paid; a new batch needs a "
+            f"new `name` in its job file (the same name is the same batch)")
+
+
+def test_a_job_run_again_with_changed_amounts_names_who_is_left_unpaid(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    job = write_job(tmp_path, sb)
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[0] == 0
+    # Next month under the same name: b and c earn more, d is new.
+    (tmp_path / "rows.csv").write_text(HEADER + ROWS.replace("b,1,20.00", "b,1,25.00")
+                                       .replace("c,1,30.00", "c,1,35.00")
+                                       + "d,1,40.00,+254700000004\n")
+    plan = lines_of("plan", str(job), "--state", str(state))[1]
+    assert [line for line in plan if "changed since" in line or "not paid again" in line] == [
+        "    pay-b (row 3), Jo Doe: changed since it was paid: not paid again",
+        "    pay-c (row 4), Jo Doe: changed since it was paid: not paid again",
+        "2 row(s) ask another payment than the one made or on its way: not paid again; a new "
+        "batch needs a new `name` in its job file (the same name is the same batch)"]
+    closing = [f"{JOB}: 4 items: 2 settled, 2 changed", "  EUR: sent 100.00, fees 6.00",
+               changed("pay-b", 3, "20.00"), changed("pay-c", 4, "30.00"), NEW_NAME]
+    assert lines_of("run", str(job), "--state", str(state), "--yes") == (1, closing, [])
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
+    assert lines_of("status", str(job), "--state", str(state)) == (1, closing, [])
+    report = json.loads(cli("report", str(job), "--state", str(state), "--format",
+                            "json").stdout)
+    assert (report["counts"]["changed"], report["counts"]["settled"]) == (2, 2)
+    assert report["headline"] == (f"{JOB}: 4 paid (EUR 100.00), 2 changed after being paid or "
+                                  f"sent (not paid again)")
+    assert [(i["external_id"], i["beneficiary"], i["outcome"]) for i in report["changed"]] == [
+        ("pay-b", "Jo Doe", "settled"), ("pay-c", "Jo Doe", "settled")]
+    rows = csv_rows(job, state)
+    assert {e: r["state"] for e, r in rows.items()} == {
+        "pay-a": "settled", "pay-b": "changed", "pay-c": "changed", "pay-d": "settled"}
+    assert rows["pay-b"]["check"].startswith("its row changed after it was paid")
+    summary = sorted((tmp_path / "reports").glob("*.txt"))[-1].read_text()
+    assert "Changed after being paid or sent: not paid again (2):\n  pay-b (row 3), Jo Doe " \
+           "(msisdn *********0002), EUR 20.00: COMPLETED\n" in summary
+    # b's row asks what was paid again: only c is left unpaid.
+    (tmp_path / "rows.csv").write_text(HEADER + ROWS.replace("c,1,30.00", "c,1,35.00")
+                                       + "d,1,40.00,+254700000004\n")
+    assert lines_of("run", str(job), "--state", str(state), "--yes") == (1, [
+        f"{JOB}: 4 items: 3 settled, 1 changed", "  EUR: sent 100.00, fees 6.00",
+        changed("pay-c", 4, "30.00"), NEW_NAME], [])
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
+
+
+def test_an_item_refused_when_the_plan_was_quoted_is_listed_by_the_run_that_applies_it(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    job = write_job(tmp_path, sb, ROWS + "x,13,15.00,+254700000005\n")  # payer 13: inactive
+    plan = tmp_path / "pay.plan.json"
+    code, out, err = lines_of("plan", str(job), "--state", str(state), "--quote", "-o",
+                              str(plan))
+    refusal = "1003001 Payer is inactive in your account"
+    assert code == 0, (out, err)
+    assert [line for line in out if "pay-x" in line] == [
+        f"    pay-x (row 5): {refusal}; not paid"]
+    [x] = [i for i in json.loads(plan.read_text())["items"] if i["external_id"] == "pay-x"]
+    assert (x["action"], x["code"], x["why"]) == ("quote_refused", "1003001",
+                                                   "Payer is inactive in your account")
+    failed = f"  failed pay-x (row 5): {refusal}"
+    code, out, _ = lines_of("apply", str(plan), "--state", str(state), "--yes")
+    assert (code, out) == (1, [f"{JOB}: 4 items: 3 settled, 1 failed",
+                               "  EUR: sent 60.00, fees 4.50", failed])
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+    assert lines_of("status", str(job), "--state", str(state))[:2] == (1, out)
+    report = json.loads(cli("report", str(job), "--state", str(state), "--format",
+                            "json").stdout)
+    assert [(i["external_id"], i["code"], i["message"]) for i in report["failed"]] == [
+        ("pay-x", "1003001", "Payer is inactive in your account")]
+    row = csv_rows(job, state)["pay-x"]
+    assert (row["state"], row["code"], row["message"], row["beneficiary"]) == (
+        "failed", "1003001", "Payer is inactive in your account", "Jo Doe")
+    # A later run asks the provider again, and lists it still.
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[:2] == (1, out)
+
+
+def test_a_row_changed_while_its_payment_is_on_its_way_is_not_sent_and_is_named(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    job = write_job(tmp_path, sb, confirm=False)
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[0] == 0  # all created
+    (tmp_path / "rows.csv").write_text(HEADER + ROWS.replace("b,1,20.00", "b,1,25.00"))
+    closing = [f"{JOB}: 3 items: 2 awaiting confirm, 1 changed",
+               "  changed pay-b (row 3), Jo Doe (EUR 20.00 sent): its row changed after it "
+               "was on its way (created): the new request is not paid; a new batch needs a "
+               "new `name` in its job file (the same name is the same batch)", NEW_NAME]
+    assert lines_of("run", str(job), "--state", str(state), "--yes") == (1, closing, [])
+    assert lines_of("confirm", str(job), "--state", str(state), "--yes")[0] == 1
+    assert confirmed(sb) == {"pay-a": 1, "pay-c": 1}  # b's old request is never confirmed
+    assert lines_of("status", str(job), "--state", str(state))[1][0] == (
+        f"{JOB}: 3 items: 2 settled, 1 changed")
