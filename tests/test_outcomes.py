@@ -8,10 +8,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import Decimal
 from pathlib import Path
 
 from conftest import Admin
-from engine_support import HEADER, ROWS, cli, confirmed, err_lines, out_lines, write_job
+from engine_support import (
+    HEADER,
+    ROWS,
+    cli,
+    confirmed,
+    err_lines,
+    eur,
+    out_lines,
+    posts,
+    quotations,
+    write_job,
+)
 
 from runner.sandbox import RunningSandbox
 
@@ -122,3 +134,41 @@ def test_a_row_changed_while_its_payment_is_on_its_way_is_not_sent_and_is_named(
     assert confirmed(sb) == {"pay-a": 1, "pay-c": 1}  # b's old request is never confirmed
     assert lines_of("status", str(job), "--state", str(state))[1][0] == (
         f"{JOB}: 3 items: 2 settled, 1 changed")
+
+
+# ---------------------------------------------------------------- funds first, fees included
+def test_a_balance_that_covers_the_amounts_but_not_the_fees_confirms_nobody(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    # Payer 1 charges 1.50 a transfer, payer 3 (UGX) 1.50 and 0.5%: fees 3.00 + 5.00.
+    rows = ("a,1,10.00,+254700000001\nb,1,20.00,+254700000002\n"
+            "c,3,100.00,+256700000003\nd,3,300.00,+256700000004\n")
+    job = write_job(tmp_path, sb, rows, concurrency=1)
+    job.write_text(job.read_text().replace(
+        "destination: {currency: KES}",
+        "destination: {currency: \"{{ 'UGX' if row.payer == '3' else 'KES' }}\"}"))
+    adm.balance("EUR", "435.00", "0")  # the amounts (430.00), not the fees
+    # Each payer's fee line, from its smallest and largest amount, with 2% and a cent an
+    # item: 3.00 + 0.06 + 0.02 and 5.00 + 0.10 + 0.02.
+    short = ("EUR 438.20 needed (8.20 of fees, 8.20 of them estimated), 435.00 available")
+    stopped = [f"{JOB}: 0 items: none yet",
+               f"  stopped: funds short: {short}; run 1 confirmed nothing"]
+    assert lines_of("run", str(job), "--state", str(state), "--yes") == (4, stopped, [
+        f"{short}: nothing was sent but 4 dryrun- quotation(s) that estimated the fees "
+        f"(--allow-partial pays what the balance covers)"])
+    assert posts(adm) == {"POST": 4, "POST quotations": 4}  # the samples, nothing else
+    assert [q.split("-", 3)[3] for q in quotations(sb)] == ["pay-a", "pay-b", "pay-c", "pay-d"]
+    assert all(q.startswith("dryrun-fees-") for q in quotations(sb))
+    assert confirmed(sb) == {} and eur(sb)["balance"] == Decimal("435.00")
+    assert lines_of("status", str(job), "--state", str(state)) == (4, stopped, [])
+    plan = lines_of("plan", str(job), "--state", str(state))
+    assert plan[0] == 4 and plan[1][-2:] == [
+        "  EUR: 4 item(s), 430.00 + fees 8.20 = 438.20 needed (8.20 of the fees estimated "
+        "from 4 dryrun- quotation(s), with a 2% margin); 435.00 available: SHORT by 3.20",
+        f"nothing would be sent, the balance is short: {short}"]
+    # Enough for the estimate: every item is paid once, and what it cost is 438.00.
+    adm.balance("EUR", "440.00", "0")
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[:2] == (0, [
+        f"{JOB}: 4 items: 4 settled", "  EUR: sent 430.00, fees 8.00"])
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
+    assert eur(sb)["balance"] == Decimal("2.00")
+    assert lines_of("status", str(job), "--state", str(state))[0] == 0

@@ -83,7 +83,8 @@ def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | No
          state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
-    Sends nothing (but --quote's quotations, in a dryrun- namespace, never confirmed).
+    Sends nothing (but quotations in a dryrun- namespace, never confirmed: --quote's, and,
+    where fees not quoted could make a balance short, two per payer that estimate them).
     Lists the items new, to resume (with the step reached), in doubt, to send again
     (--retry-failed), settled, failed earlier (changed in the job since, or not), needing a
     person, refused (held by another job) and invalid, then per balance the amounts (and

@@ -220,11 +220,12 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
-    nobody is paid twice. Before the first POST the balances must cover what is to be paid
-    (else nothing is sent: exit 4). On a terminal it shows the plan and asks first (--yes
-    skips). --quote and --format go with --dry-run. Ctrl-C or SIGTERM stops it: the calls in
-    flight finish and are recorded, the summary is written, and it exits 130 or 143. Under
-    run.four_eyes it is refused (exit 2, nothing sent): an approved plan is applied instead.
+    nobody is paid twice. Before the first POST the balances must cover what is to be paid,
+    fees included (else nothing is sent: exit 4). On a terminal it shows the plan and asks
+    first (--yes skips). --quote and --format go with --dry-run. Ctrl-C or SIGTERM stops
+    it: the calls in flight finish and are recorded, the summary is written, and it exits
+    130 or 143. Under run.four_eyes it is refused (exit 2, nothing sent): an approved plan
+    is applied instead.
 
     \b
     Example:

@@ -46,10 +46,9 @@ from typing import Any
 
 from runner.engine.approvals import require_plan
 from runner.engine.flow import Flow, Run
-from runner.engine.funds import needs
 from runner.engine.pages import Pages, Stager, give_up, worker_id
 from runner.engine.phases import Heartbeat, PhaseStart, Progress
-from runner.engine.plan import CHANGED, Plan, make_plan
+from runner.engine.plan import CHANGED, Plan, balances, make_plan
 from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
@@ -257,7 +256,7 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
             return Ending(2, "the plan is refused: " + "; ".join(reasons) +
                           "; nothing was sent", refused=True), plan
         restrict(options.applied.document, plan)
-        plan.needs = needs(flow, plan.items)
+        balances(plan, flow, provider)
         for p in plan.items:
             if p.valid is not None:
                 stager(p)
@@ -267,13 +266,15 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     if plan.stops:
         return Ending(2, f"{plan.report.invalid} invalid item(s); nothing was sent"), plan
     if plan.short and not options.allow_partial and not options.confirm_only:
-        return Ending(FUNDS_SHORT, f"{plan.shortfall()}: nothing was sent (--allow-partial "
-                                   f"pays what the balance covers)", plan.shortfall()), plan
+        sent = f"nothing was sent but {plan.fee_samples} dryrun- quotation(s) that estimated " \
+               f"the fees" if plan.fee_samples else "nothing was sent"
+        return Ending(FUNDS_SHORT, f"{plan.shortfall()}: {sent} (--allow-partial pays what "
+                                   f"the balance covers)", plan.shortfall()), plan
     if options.ask is not None and plan.paying and not options.ask(plan):
         return Ending(1, "cancelled; nothing was sent", refused=True), plan
     state.record_plan(job.name, job.kind, CHANGED)
     _refused_when_quoted(job, flow, plan)
-    state.set_rest(job.name, stager.rest)
+    state.set_rest(job.name, stager.rest, {n.balance: n.estimated for n in plan.needs})
     state.note_inputs(run_id, digest)  # validated in full, and its items recorded
     if options.on_batch is not None:
         options.on_batch(plan.paying)

@@ -1,13 +1,15 @@
 """What a plan's items to pay draw on each balance (``runner.engine.plan``): the ``Need`` of
-each balance against what it holds, and each item's estimated cost, which a run keeps in the
-state for its windows' funds checks (``runner.engine.pages``)."""
+each balance against what it holds, fees included (quoted, or estimated where they could
+make it short: ``runner.engine.fees``), and each item's estimated cost, which a run keeps in
+the state for its windows' funds checks (``runner.engine.pages``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from runner.engine.fees import MARGIN, Corridor, Quote, could_matter, sample, stamp
 from runner.engine.flow import Flow
 
 if TYPE_CHECKING:
@@ -17,7 +19,9 @@ if TYPE_CHECKING:
 @dataclass
 class Need:
     """What the items to pay draw on one balance (as ``Flow.draws`` names it), and what it
-    holds. ``fees_known``: every item's fee is known (quoted); else fees come on top."""
+    holds. ``fees_known``: every item's fee is known (quoted); else fees come on top:
+    ``estimated`` (``runner.engine.fees``, from ``samples`` quotations) where they could
+    make the balance short, but for ``unestimated`` items (their samples refused)."""
 
     balance: str
     currency: str
@@ -26,21 +30,34 @@ class Need:
     fee: Decimal = Decimal(0)
     fees_known: bool = True
     available: Decimal = Decimal(0)
+    estimated: Decimal = Decimal(0)
+    samples: int = 0
+    unestimated: int = 0
+    corridors: dict[str, Corridor] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def needed(self) -> Decimal:
-        return self.amount + self.fee
+        return self.amount + self.fee + self.estimated
 
     @property
     def short(self) -> bool:
         return self.needed > self.available
 
+    @property
+    def unquoted(self) -> Decimal:
+        """The amounts of the items whose fee is not quoted."""
+        return sum((c.total for c in self.corridors.values()), Decimal(0))
+
     def shortfall(self) -> str:
-        return f"{self.balance} {self.needed:,} needed, {self.available:,} available"
+        fees = f" ({self.fee + self.estimated:,} of fees, {self.estimated:,} of them " \
+               f"estimated)" if self.estimated else ""
+        return f"{self.balance} {self.needed:,} needed{fees}, {self.available:,} available"
 
     def as_dict(self) -> dict[str, Any]:
         return {"balance": self.balance, "currency": self.currency, "items": self.items,
                 "amount": str(self.amount), "fee": str(self.fee) if self.fees_known else None,
+                "estimated_fee": str(self.estimated) if self.samples else None,
+                "fee_samples": self.samples, "fee_margin": str(MARGIN) if self.samples else None,
                 "needed": str(self.needed), "available": str(self.available),
                 "short": self.short}
 
@@ -76,6 +93,8 @@ def draw(flow: Flow[Any, Any], p: PlannedItem, found: dict[str, Need]) -> None:
     need.amount += p.price.amount
     if p.price.fee is None:
         need.fees_known = False
+        corridor = p.price.rate_name or p.price.currency
+        need.corridors.setdefault(corridor, Corridor()).add(p.price.amount, p.valid)
     else:
         need.fee += p.price.fee
 
@@ -86,6 +105,23 @@ def available(flow: Flow[Any, Any], found: dict[str, Need]) -> list[Need]:
         for need in found.values():
             need.available = usable.get(need.balance, Decimal(0))
     return [found[k] for k in sorted(found)]
+
+
+def estimate_fees(needs: list[Need], quote: Quote | None) -> int:
+    """The fees not quoted of each balance they could make short (``fees.could_matter``),
+    estimated from the provider's quotations (``runner.engine.fees``); how many
+    quotations were sent."""
+    sent = 0
+    namespace = stamp()
+    for need in needs:
+        if quote is None or not need.corridors or \
+                not could_matter(need.available, need.needed, need.unquoted):
+            continue
+        found = sample(need.corridors, quote, namespace)
+        need.estimated, need.samples, need.unestimated = found.fees, found.samples, \
+            found.unestimated
+        sent += found.samples
+    return sent
 
 
 def estimate(p: PlannedItem, flow: Flow[Any, Any]) -> Decimal | None:

@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Flow, Run, fingerprint
-from runner.engine.funds import Need, available, draw, needs
+from runner.engine.funds import Need, available, draw, estimate_fees, needs
 from runner.errors import ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
@@ -115,6 +115,7 @@ class Plan:
     steps: Counter[str] = field(default_factory=Counter)  # where resumed items are
     money: dict[str, Decimal] = field(default_factory=dict)  # to pay, per currency
     left_unpaid: int = 0  # rows asking another payment than the one made or on its way
+    fee_samples: int = 0  # quotations sent to estimate fees (``runner.engine.fees``)
 
     def add(self, p: PlannedItem) -> None:
         if p.left_unpaid:
@@ -264,8 +265,19 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     plan.items.sort(key=lambda p: p.row)
     if quote and kind_named(job.kind).quote is not None:
         _quote(job, provider, plan)
-    plan.needs = available(flow, found) if sink is not None else needs(flow, plan.items)
+    balances(plan, flow, provider, found if sink is not None else None)
     return plan
+
+
+def balances(plan: Plan, flow: Flow[Any, Any], provider: Provider,
+             found: dict[str, Need] | None = None) -> None:
+    """What each balance must cover, against what it holds (``found``: what a streamed plan
+    drew, else its items'), with the fees not quoted estimated where they could make it
+    short (``runner.engine.fees``: a few ``dryrun-fees-`` quotations)."""
+    plan.needs = available(flow, found) if found is not None else needs(flow, plan.items)
+    quote = kind_named(plan.kind).quote
+    plan.fee_samples = estimate_fees(plan.needs, None if quote is None else
+                                     lambda valid, namespace: quote(valid, provider, namespace))
 
 
 def _lean(valid: ValidItem) -> ValidItem:

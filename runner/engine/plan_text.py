@@ -5,6 +5,7 @@ again, failed, needing a person, changed, refused, invalid) is listed with why."
 
 from __future__ import annotations
 
+from runner.engine.fees import MARGIN
 from runner.engine.funds import Need
 from runner.engine.plan import LISTED, TO_PAY, Plan, PlannedItem
 
@@ -83,7 +84,16 @@ def _item(p: PlannedItem) -> str:
 
 
 def _need(n: Need) -> str:
-    if n.fees_known:
+    if n.samples:
+        fees = n.fee + n.estimated
+        needed = f"{n.amount:,} + fees {fees:,} = {n.needed:,} needed ({n.estimated:,} of the " \
+                 f"fees estimated from {n.samples} dryrun- quotation(s), with a " \
+                 f"{(MARGIN * 100).normalize()}% margin"
+        if n.unestimated:
+            needed += f"; {n.unestimated} item(s) whose quotations the provider refused not " \
+                      f"counted"
+        needed += ")"
+    elif n.fees_known:
         needed = f"{n.amount:,} + fees {n.fee:,} = {n.needed:,} needed"
     elif n.fee:
         needed = f"{n.amount:,} + fees {n.fee:,} = {n.needed:,} needed, and the fees not " \

@@ -10,8 +10,9 @@ worker threads (``runner.engine.phases.Crew``).
    quotation outlives its TTL: a call in doubt in it (an item taken over from a worker that
    died) is looked up first (rule 3); prepare (quotation and transaction for each item not
    yet created); the pre-flight (the window's quoted cost plus what the later windows are
-   estimated to cost, against the balances: when they cannot cover it nothing more is
-   confirmed, exit 4, unless ``allow_partial``); confirm (skipped with ``confirm: false``:
+   estimated to cost, fees included, against the balances: when they cannot cover it
+   nothing more is confirmed, exit 4 when nothing was confirmed, else 1, unless
+   ``allow_partial``); confirm (skipped with ``confirm: false``:
    the items wait for ``runner confirm``).
 4. Poll what is confirmed but not final, by pages, until final or ``wait_for_final``.
 """
@@ -59,6 +60,7 @@ class Share:
     clock: Callable[[], float]
     sleep: Callable[[float], None]
     started: str  # when the run started (``now_iso``): what was confirmed before is polled
+    confirmed: int = 0  # items this worker sent the money-moving call for
 
 
 def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
@@ -124,7 +126,7 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
                 break
         started = windows.start(window)
         try:
-            ending = _window(job, share, flow, phase, pages, window, len(windows.sizes) > 1)
+            ending = _window(job, share, flow, phase, pages, window)
         except BaseException:
             pages.give_up()
             raise
@@ -143,18 +145,18 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
 
 
 def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
-            window: list[Entry[Any]], later: bool) -> Ending | None:
+            window: list[Entry[Any]]) -> Ending | None:
     lost = [e for e in window if e.record.intent == flow.commit_step]
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
     try:
-        return _confirmed(job, share, flow, phase, pages, window, later)
+        return _confirmed(job, share, flow, phase, pages, window)
     finally:  # answers not recorded with a confirm's intent are recorded now
         phase.close(window)
 
 
 def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
-               window: list[Entry[Any]], later: bool) -> Ending | None:
+               window: list[Entry[Any]]) -> Ending | None:
     """Prepare, check the funds for and confirm the window. The answer of each item's last
     call before its confirm (its creation) is recorded with the confirm's intent, in one
     transaction: 4 per item, not 5 (a run that dies in between leaves the creation in
@@ -178,10 +180,14 @@ def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages
         phase.problems.append(UNREACHABLE)
         return None
     if short and not share.allow_partial:
-        return Ending(FUNDS_SHORT, f"{short}: nothing {'more ' if later else ''}was "
-                                   f"confirmed (--allow-partial confirms what the balance "
-                                   f"covers)", short)
+        # Exit 4 says nothing was confirmed; after some was (the estimates fell short of
+        # what the quotations cost, or the balance moved), the batch is left part paid: 1.
+        more = "more " if share.confirmed else ""
+        return Ending(1 if share.confirmed else FUNDS_SHORT,
+                      f"{short}: funds short; nothing {more}was confirmed (--allow-partial "
+                      f"confirms what the balance covers)", short)
     phase.run(flow.commit_step, flow.commit, ready)
+    share.confirmed += len(ready)
     return None
 
 

@@ -186,23 +186,32 @@ class LocalPasses(LocalWorkers):
         self._run("DELETE FROM job_steps WHERE job_name = ? AND step = ?", [job_name, step])
 
     # ------------------------------------------------------------ what is left to confirm
-    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal]) -> None:
+    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal],
+                 fees: Mapping[str, Decimal] | None = None) -> None:
+        fees = fees or {}
         self._run("DELETE FROM job_rest WHERE job_name = ?", [job_name],
                   *[x for balance, amount in amounts.items() for x in (
-                      "INSERT INTO job_rest (job_name, balance, amount) VALUES (?, ?, ?)",
-                      [job_name, balance, str(amount)])])
+                      "INSERT INTO job_rest (job_name, balance, amount, fees) VALUES "
+                      "(?, ?, ?, ?)",
+                      [job_name, balance, str(amount), str(fees.get(balance, 0))])])
 
     def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
         def work(tx: Any) -> dict[str, Decimal]:
             self._serialize(tx, f"runner:rest:{job_name}")
-            rest = {r["balance"]: Decimal(r["amount"]) for r in self._dicts(
-                tx, "SELECT balance, amount FROM job_rest WHERE job_name = ?", [job_name])}
+            rest = {r["balance"]: (Decimal(r["amount"]), Decimal(r["fees"] or 0))
+                    for r in self._dicts(tx, "SELECT balance, amount, fees FROM job_rest "
+                                             "WHERE job_name = ?", [job_name])}
             for balance, amount in taken.items():
                 if balance in rest and amount:
-                    rest[balance] -= amount
-                    tx.execute("UPDATE job_rest SET amount = ? WHERE job_name = ? AND "
-                               "balance = ?", [str(rest[balance]), job_name, balance])
-            return rest
+                    left, fees = rest[balance]
+                    # The estimated fees go with the amounts they were estimated for.
+                    fees = fees * max(left - amount, Decimal(0)) / left if left > 0 else \
+                        Decimal(0)
+                    rest[balance] = (left - amount, fees.quantize(Decimal("0.01")))
+                    tx.execute("UPDATE job_rest SET amount = ?, fees = ? WHERE job_name = ? "
+                               "AND balance = ?", [str(rest[balance][0]),
+                                                   str(rest[balance][1]), job_name, balance])
+            return {balance: left + fees for balance, (left, fees) in rest.items()}
         return self._atomic(work)
 
 

@@ -88,6 +88,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0009_items_changed_to": (
         "ALTER TABLE items ADD COLUMN changed_to text",
     ),
+    "0010_job_rest_fees": (
+        "ALTER TABLE job_rest ADD COLUMN fees text",
+    ),
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -128,3 +128,10 @@ def _changed_to(db: Database) -> None:
     # the fingerprint of what the row asks now. It is not paid again, and every view of
     # the batch lists it until the row asks what was paid again.
     db.table("items").add_column("changed_to", str)
+
+
+@migrations(name="0010_job_rest_fees")
+def _rest_fees(db: Database) -> None:
+    # The fees estimated for a run's items not quoted yet (runner.engine.fees), kept with
+    # what is left to confirm per balance: the windows' funds checks count them.
+    db.table("job_rest").add_column("fees", str)

@@ -357,10 +357,14 @@ class StateStore(ABC):
         """The job's ``step`` is to be done again (by the next worker to come)."""
 
     @abstractmethod
-    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal]) -> None:
-        """What the job's items to pay are estimated to cost per balance (the plan's)."""
+    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal],
+                 fees: Mapping[str, Decimal] | None = None) -> None:
+        """What the job's items to pay are estimated to cost per balance (the plan's), and
+        the fees estimated for those not quoted yet (``runner.engine.fees``)."""
 
     @abstractmethod
     def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
         """Take ``taken`` (a window's estimates, now costed by quotations) off what the job's
-        items to pay are estimated to cost, atomically for every worker; what is left."""
+        items to pay are estimated to cost, with their share of the estimated fees (in
+        proportion to the amounts), atomically for every worker; what is left, fees
+        included."""
