@@ -350,16 +350,18 @@ def test_confirm_false_stops_after_creation(sb: RunningSandbox, adm: Admin, tmp_
 # ---------------------------------------------------------------- pre-flight
 def test_preflight_confirms_nothing_when_the_balance_is_short(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    # 62.00 covers the 60.00 the items send (the funds-first check, before any POST), not
-    # their cost with the fees the quotations tell (64.50): the check before confirm stops.
+    # 62.00 covers the 60.00 the items send, not their cost with the fees (64.50): the
+    # funds-first check, before any POST, estimates them from two dryrun- quotations
+    # (4.50, with 2% and a cent an item: 4.62) and stops.
     adm.balance("EUR", "62.00", "0")
     path = write_job(tmp_path, sb, concurrency=1)
     result = run(path, state)
     assert (result.exit_code, result.message) == (
-        4, "EUR 64.50 needed, 62.00 available: nothing was confirmed (--allow-partial "
-           "confirms what the balance covers)")
-    assert created(sb) == EVERY and confirmed(sb) == {}
-    assert "POST confirm" not in posts(adm)
+        4, "EUR 64.62 needed (4.62 of fees, 4.62 of them estimated), 62.00 available: "
+           "nothing was sent but 2 dryrun- quotation(s) that estimated the fees "
+           "(--allow-partial pays what the balance covers)")
+    assert created(sb) == {} and confirmed(sb) == {}
+    assert posts(adm) == {"POST": 2, "POST quotations": 2}
     assert eur(sb)["available"] == Decimal("62.00")
 
     partial = run(path, state, allow_partial=True)
@@ -420,10 +422,11 @@ def test_an_item_changed_after_its_payment_started_is_left_for_a_person(
     # provider) is moved to an active payer.
     edited = rows.replace("b,1,20.00", "b,1,25.00").replace("x,13,", "x,1,")
     second = run(write_job(tmp_path, sb, edited), state)
-    assert (second.exit_code, second.counts) == (1, {"settled": 2, "conflict": 1})
+    assert (second.exit_code, second.counts) == (1, {"settled": 2, "changed": 1})
     record = items(state)["pay-b"]
     assert (record["outcome"], record["error_code"], record["error_message"]) == (
         "conflict", "changed", "the item changed after its payment started; check it by hand")
+    assert record["changed_to"] not in (None, record["fingerprint"])  # what the row asks now
     assert confirmed(sb) == {"pay-a": 1, "pay-x": 1}
     assert steps(state, "pay-x") == [("quotation", "pay-x", "error", "1003001"),
                                      ("quotation", "pay-x", "ok", None),

@@ -54,15 +54,39 @@ def test_a_batch_longer_than_a_quotation_life_pays_with_three_posts_per_item(
 
 def test_no_window_is_confirmed_unless_the_balance_covers_the_whole_batch(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    # 100 items of 10.00 (fee 1.50 each, which only quotations tell): the balance covers
-    # what they send (the check before any POST) and the first window of 64 with its fees,
-    # but not the batch: the first window's quoted cost plus what the 36 others send.
+    # 100 items of 10.00, fee 1.50 each: the check before any POST counts the fees, from a
+    # dryrun- quotation (150.00, with 2% and a cent an item: 154.00).
     adm.balance("EUR", "1090.00", "0")
     path = write_job(tmp_path, sb, rows(100), concurrency=2)
     result = run(path, state)
     assert (result.exit_code, result.message) == (
-        4, "EUR 1,096.00 needed, 1,090.00 available: nothing was confirmed (--allow-partial "
-           "confirms what the balance covers)")
-    seen = posts(adm)
-    assert (seen["POST quotations"], seen["POST create"], seen["POST confirm"]) == (64, 64, 0)
-    assert eur(sb)["available"] == Decimal("1090.00")
+        4, "EUR 1,154.00 needed (154.00 of fees, 154.00 of them estimated), 1,090.00 "
+           "available: nothing was sent but 1 dryrun- quotation(s) that estimated the fees "
+           "(--allow-partial pays what the balance covers)")
+    assert posts(adm) == {"POST": 1, "POST quotations": 1}
+    # Covered at the start, but drained while the first window is prepared: its quoted cost
+    # (64 x 11.50) and the rest's estimate (36 x 10.00 and their share of the fees) stop it.
+    adm.balance("EUR", "1160.00", "0")
+    drain = {"prepare": 64, "confirm": 64}
+    seen: dict[str, int] = {}
+
+    def draining(phase: str, entry: object) -> None:
+        seen[phase] = seen.get(phase, 0) + 1
+        if seen[phase] == drain.get(phase):
+            adm.balance("EUR", "1090.00" if phase == "prepare" else "300.00", "0")
+
+    result = run(path, state, on_progress=draining)
+    assert (result.exit_code, result.message) == (
+        4, "EUR 1,151.44 needed, 1,090.00 available: funds short; nothing was confirmed "
+           "(--allow-partial confirms what the balance covers)")
+    assert "POST confirm" not in posts(adm)
+    # Drained after the first window is confirmed: the second stops, and the run, having
+    # confirmed some of the batch, exits 1, not 4.
+    adm.balance("EUR", "1160.00", "0")
+    drain["prepare"] = 0
+    seen.clear()
+    result = run(path, state, on_progress=draining)
+    assert result.exit_code == 1
+    assert result.message.endswith(": funds short; nothing more was confirmed "
+                                   "(--allow-partial confirms what the balance covers)")
+    assert posts(adm)["POST confirm"] == 64 and len(confirmed_ids(sb)) == 64

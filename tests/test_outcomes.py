@@ -78,7 +78,8 @@ def test_a_job_run_again_with_changed_amounts_names_who_is_left_unpaid(
     assert {e: r["state"] for e, r in rows.items()} == {
         "pay-a": "settled", "pay-b": "changed", "pay-c": "changed", "pay-d": "settled"}
     assert rows["pay-b"]["check"].startswith("its row changed after it was paid")
-    summary = sorted((tmp_path / "reports").glob("*.txt"))[-1].read_text()
+    summary = max((tmp_path / "reports").glob("*.txt"), key=lambda f: f.stat().st_mtime_ns
+                  ).read_text()
     assert "Changed after being paid or sent: not paid again (2):\n  pay-b (row 3), Jo Doe " \
            "(msisdn *********0002), EUR 20.00: COMPLETED\n" in summary
     # b's row asks what was paid again: only c is left unpaid.
