@@ -3,7 +3,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
 
 ::
 
-    RunnerError                    exit 1; anything runner reports on purpose
+    RunnerError                    exit 1; anything runner reports on purpose (anything
+    │                              else reaching the command line is a bug: exit 70)
     ├── JobError                   exit 2; one problem in a job file or its rows:
     │                              "FILE:ROW: FIELD: message"
     ├── JobErrors                  exit 2; every problem found, one JobError a line
@@ -29,21 +30,29 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── SummaryError               exit 3; the summary could not be rendered, written or
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
+    ├── ConfigurationError         exit 78 (EX_CONFIG); the provider cannot be used as
+    │                              configured: a person fixes it, retrying changes nothing
+    │                              (AuthenticationError, UntrustedCertificate and
+    │                              ProviderMisconfigured are these too)
     ├── ItemError                  the engine's verdict on one item's call; the run catches it
     │   ├── ItemConflict           the provider holds something else under the external_id
     │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
     │   ├── NoLookup               the provider cannot find the item by its external_id
     │   │                          (rule 5): reconciliation says what it compared instead
     │   └── ProviderDown           exit 75; unreachable, or "later" after every retry: the
-    │                              run stops and resumes later
+    │       │                      run stops and resumes later
+    │       └── ProviderMisconfigured  exit 78; credentials refused or certificate not
+    │                                  trusted: the run stops until the configuration is fixed
     └── ProviderError              an answer (or none): status, code, message, endpoint,
         │                          external_id, and its retry rule
         ├── ProviderConnectionError  exit 75; no HTTP answer
         │   ├── ConnectionRefused    never reached the provider: SAFE
+        │   │   └── UntrustedCertificate  exit 78; its TLS certificate is not trusted (or has
+        │   │                             no subjectAltName for its name): UNSAFE
         │   ├── ResponseLost         sent, then the connection dropped: LOOKUP
         │   └── ProviderTimeout      sent, no answer in time: LOOKUP
         └── ProviderHTTPError        the provider answered with an error
-            ├── AuthenticationError  exit 2; credentials missing or refused: UNSAFE
+            ├── AuthenticationError  exit 78; credentials missing or refused: UNSAFE
             ├── RateLimited          too many calls: SAFE after a wait
             ├── ServiceUnavailable   exit 75; "retry later": SAFE after a wait
             ├── ServerError          a technical error, status unknown: LOOKUP
@@ -239,6 +248,14 @@ class EmailNotSent(SummaryError):
     """The summary email did not go out: server unreachable, login refused, message refused."""
 
 
+class ConfigurationError(RunnerError):
+    """The provider cannot be used as runner is configured: it refuses the credentials, or
+    its certificate is not trusted. Nothing a later run does without a person changes that,
+    so it is not "try later" (75) but EX_CONFIG: a cron job stops retrying it and says so."""
+
+    exit_code = 78
+
+
 class ItemError(RunnerError):
     """What the engine makes of one item's call when it cannot simply go on; the run
     catches these per item, and they never leave it."""
@@ -261,6 +278,13 @@ class ProviderDown(ItemError):
     """The provider cannot be reached (or keeps answering "later"): stop, resume later."""
 
     exit_code = 75
+
+
+class ProviderMisconfigured(ConfigurationError, ProviderDown):
+    """A call met a ``ConfigurationError`` during a run: the run stops as it does for a
+    provider that cannot be reached, and exits 78."""
+
+    exit_code = 78
 
 
 class Retry(Enum):
@@ -309,6 +333,15 @@ class ConnectionRefused(ProviderConnectionError):
     retry = Retry.SAFE
 
 
+class UntrustedCertificate(ConfigurationError, ConnectionRefused):
+    """The provider's TLS certificate is not trusted (no configured or system authority
+    signed it, or it names the host only in its common name): nothing was sent, and sending
+    again cannot succeed until the CA settings (or the provider's certificate) change."""
+
+    retry = Retry.UNSAFE
+    exit_code = 78
+
+
 class ResponseLost(ProviderConnectionError):
     """The connection dropped after the request was sent: the provider may have done it."""
 
@@ -329,10 +362,10 @@ class ProviderHTTPError(ProviderError):
     retry_after: float | None = None
 
 
-class AuthenticationError(ProviderHTTPError):
+class AuthenticationError(ConfigurationError, ProviderHTTPError):
     """The credentials are missing or refused: fix them before anything else."""
 
-    exit_code = 2
+    exit_code = 78
 
 
 class RateLimited(ProviderHTTPError):

@@ -422,10 +422,30 @@ def test_an_unreachable_provider_exits_75() -> None:
         "error: connection failed: ConnectionRefusedError (GET /v1/money-transfer/payers/1)"]
 
 
-def test_wrong_credentials_exit_2(sandbox: RunningSandbox) -> None:
+def test_wrong_credentials_are_a_configuration_error_exit_78(sandbox: RunningSandbox) -> None:
+    """A refusal of the credentials is no "try later" (75), nor a bad job (2): cron must not
+    retry it as it stands (EX_CONFIG)."""
     job = REMITTANCE_JOB.format(url=sandbox.url, auth="hmac", key=KEY, secret="wrong")
     write(Path("."), job, {"rows.csv": HEADER + "a,1,,10.00,,,KES,,+254700000001,,,,\n"})
     result = validate("job.yaml")
-    assert (result.exit_code, result.stdout) == (2, "")
+    assert (result.exit_code, result.stdout) == (78, "")
     assert lines(result.stderr) == [
         "error: 1000401 Unauthorized: invalid signature (GET /v1/money-transfer/payers/1)"]
+
+
+def test_an_internal_error_exits_70_not_1(sandbox: RunningSandbox,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception runner did not raise on purpose is a bug: exit 70 (EX_SOFTWARE), never
+    the 1 of "some items failed", and one line without a traceback unless --debug."""
+    import runner.validation
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(runner.validation, "validate_job", broken)
+    remittance(sandbox.url, "a,1,,10.00,,,KES,,+254700000001,,,,\n")
+    result = validate("job.yaml")
+    assert (result.exit_code, lines(result.stderr)) == (
+        70, ["internal error: ZeroDivisionError: division by zero"])
+    traced = CliRunner().invoke(main, ["validate", "job.yaml", "--debug", "--state", "s.sqlite"])
+    assert traced.exit_code == 70 and "Traceback (most recent call last)" in traced.stderr

@@ -59,6 +59,7 @@ from runner.errors import (
     ResponseLost,
     ServerError,
     ServiceUnavailable,
+    UntrustedCertificate,
 )
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.provider.throttle import Throttle
@@ -504,6 +505,7 @@ def test_an_unreachable_provider_ends_the_run_with_75_and_the_next_run_resumes(
 # ---------------------------------------------------------------- the retry policy
 PROVIDER_ERRORS = [
     (ConnectionRefused, Decision.RETRY, Decision.RETRY),
+    (UntrustedCertificate, Decision.STOP, Decision.STOP),  # sending again changes nothing
     (ServiceUnavailable, Decision.RETRY, Decision.RETRY),
     (RateLimited, Decision.RETRY, Decision.RETRY),
     (ResponseLost, Decision.RETRY, Decision.LOOKUP),

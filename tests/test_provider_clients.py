@@ -32,6 +32,7 @@ from runner.errors import (
     Retry,
     ServerError,
     ServiceUnavailable,
+    UntrustedCertificate,
 )
 from runner.provider.errors import error_from_answer
 from runner.provider.http import ext
@@ -425,8 +426,9 @@ def test_tls_certificates_are_verified_against_the_configured_authority(
         monkeypatch.delenv(name, raising=False)
     with serving(Provider, tls=authority.server) as url:
         untrusted = MoneyTransferClient(url, KEY, SECRET, session=session_for(url, pool=4))
-        with pytest.raises(ConnectionRefused) as caught:
+        with pytest.raises(UntrustedCertificate) as caught:
             untrusted.ping()
+        assert caught.value.exit_code == 78  # a configuration error, not "try later"
         assert str(caught.value).startswith(
             "could not connect: the provider's TLS certificate is not trusted (")
         assert seen == []

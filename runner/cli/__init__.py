@@ -45,11 +45,15 @@ Exit codes:
       confirm; plan and run --dry-run: a run would stop so; status: the latest
       run stopped so)
   5   status: no item failed, but some are still pending or awaiting confirmation
+  70  internal error: a bug in runner (what is recorded is safe; --debug shows where)
   74  the state database cannot be used: read-only, no permission, damaged, written
       by a newer runner, a table missing (a person must look); or a file to write
       (plan -o, report --output) cannot be: a full disk, a link or a device there
   75  another run holds the job's lease, the provider is unreachable, or the state
       database stays locked or its disk is full (try later)
+  78  configuration: the provider refuses the credentials (401/403), or its TLS
+      certificate is not trusted (SSL_CERT_FILE, REQUESTS_CA_BUNDLE); retrying
+      changes nothing until it is fixed
   130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM: the calls in flight finished and
       were recorded, the summary was written; run again to resume
 """

@@ -19,6 +19,7 @@ from runner.state.locations import StateLocation, parse_location
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = 128 + 2  # the shell's code for a process ended by SIGINT
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug, not "some items failed" (1)
 DEFAULT_STATE_DIR = Path("state")
 STATE_FILE = "runner.sqlite"
 
@@ -143,7 +144,7 @@ def reports_errors(f: F) -> F:
         except Exception as error:  # noqa: BLE001 - the boundary: no traceback by default
             click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
             _trace(debug)
-            sys.exit(1)
+            sys.exit(INTERNAL_ERROR)
 
     return wrapper  # type: ignore[return-value]
 

@@ -29,12 +29,14 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar, Unpack
 
 from runner.errors import (
+    ConfigurationError,
     DuplicateExternalId,
     ItemInDoubt,
     NoLookup,
     ProviderConnectionError,
     ProviderDown,
     ProviderError,
+    ProviderMisconfigured,
     Retry,
 )
 from runner.job.fields import JobModel
@@ -53,7 +55,17 @@ def fingerprint(item: JobModel) -> str:
 
 
 def _down(exc: ProviderError) -> bool:
-    return isinstance(exc, ProviderConnectionError) or exc.retry is Retry.SAFE
+    """Whether the error stops the run rather than the item: the provider cannot be reached,
+    says "later", or cannot be used as configured (credentials, certificate)."""
+    return isinstance(exc, ProviderConnectionError | ConfigurationError) or \
+        exc.retry is Retry.SAFE
+
+
+def stopping(exc: ProviderError) -> ProviderDown:
+    """What stops the run for ``exc`` (one ``_down`` says stops it)."""
+    if isinstance(exc, ConfigurationError):
+        return ProviderMisconfigured(str(exc))
+    return ProviderDown(str(exc))
 
 
 @dataclass
@@ -137,7 +149,7 @@ class Flow(Generic[ItemT, ClientT]):
               **values: Unpack[ItemChanges]) -> None:
         """The provider refused the item: it fails with the provider's code and message."""
         if _down(error):
-            raise ProviderDown(str(error)) from error
+            raise stopping(error) from error
         values.update({"outcome": "failed", "error_code": error.code,
                        "error_message": error.message})
         self.update(entry, **values)
@@ -176,7 +188,7 @@ class Flow(Generic[ItemT, ClientT]):
             return self.policy.call(fetch, idempotent=True)
         except ProviderError as exc:
             if _down(exc):
-                raise ProviderDown(str(exc)) from exc
+                raise stopping(exc) from exc
             raise ItemInDoubt(f"lookup failed: {exc}") from exc
 
     def _post(self, entry: Entry[ItemT], step: str, request: dict[str, Any],

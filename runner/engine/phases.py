@@ -13,11 +13,19 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from runner.engine.flow import Entry, Flow
-from runner.errors import ItemConflict, ItemInDoubt, ProviderDown, StateError
+from runner.errors import (
+    ConfigurationError,
+    ItemConflict,
+    ItemInDoubt,
+    ProviderDown,
+    StateError,
+)
 from runner.state import LEASE_TTL, StateStore
 
 log = logging.getLogger("runner")
+# Why a run stops before its end (``Phase.problems``; ``runner.engine.work`` ends on them).
 UNREACHABLE = "provider unreachable"
+MISCONFIGURED = "provider refuses the configuration"
 Progress = Callable[[str, Entry[Any]], None]
 PhaseStart = Callable[[str, int], None]  # a phase's name and how many items it takes
 T = TypeVar("T")
@@ -145,7 +153,7 @@ class Phase:
             self.on_phase(name, len(entries))
 
         def one(entry: Entry[Any]) -> None:
-            if self.stop.is_set() or UNREACHABLE in self.problems:
+            if self.stop.is_set() or self.problems:
                 return
             failed = True
             try:
@@ -162,8 +170,7 @@ class Phase:
             except ItemInDoubt as exc:
                 log.warning("%s: in doubt: %s", entry.external_id, exc)
             except ProviderDown as exc:
-                log.error("provider unreachable: %s", exc)
-                self.problems.append(UNREACHABLE)
+                self.stopped(exc)
             except BaseException:
                 self.flow.answer(entry)  # what it made is not known: the call stays in doubt
                 raise
@@ -180,6 +187,12 @@ class Phase:
                 self.on_progress(name, entry)
 
         self.crew.map(one, entries)
+
+    def stopped(self, down: ProviderDown) -> None:
+        """The run stops: the provider cannot be reached, or refuses the configuration."""
+        problem = MISCONFIGURED if isinstance(down, ConfigurationError) else UNREACHABLE
+        log.error("%s: %s", problem, down)
+        self.problems.append(problem)
 
     def close(self, entries: Sequence[Entry[Any]]) -> None:
         """Record the answers still held on ``entries`` (``run``'s ``hold``), on the crew."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.engine.funds import Need, available, draw, estimate_fees, needs
-from runner.errors import ProviderHTTPError
+from runner.errors import ConfigurationError, ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
@@ -356,6 +356,8 @@ def _quote(job: Job, provider: Provider, plan: Plan) -> None:
         assert p.valid is not None and kind.quote is not None
         try:
             quoted = kind.quote(p.valid, provider, stamp)
+        except ConfigurationError:
+            raise  # the run's, not the item's
         except ProviderHTTPError as exc:  # its message may echo what it was sent
             p.action, p.code, p.why = "quote_refused", exc.code or "", clean(exc.message)
             return

@@ -26,7 +26,14 @@ from typing import Any
 
 from runner.engine.flow import Entry, Flow
 from runner.engine.pages import PAGE, Pages
-from runner.engine.phases import UNREACHABLE, Crew, Phase, PhaseStart, Progress
+from runner.engine.phases import (
+    MISCONFIGURED,
+    UNREACHABLE,
+    Crew,
+    Phase,
+    PhaseStart,
+    Progress,
+)
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
@@ -85,6 +92,9 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
         if ending is not None:
             return ending
         _poll(flow, phase, pages, float(job.run.wait_for_final), share)
+    if MISCONFIGURED in problems:
+        return Ending(78, "the provider refuses runner's credentials, or its certificate is "
+                          "not trusted: fix the configuration, then run again to resume")
     if UNREACHABLE in problems:
         return Ending(75, "the provider is unreachable; run again later to resume")
     if share.stop.is_set():
@@ -176,8 +186,7 @@ def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages
     try:
         short = shortfall(flow, ready, rest)
     except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
-        log.error("provider unreachable: %s", exc)
-        phase.problems.append(UNREACHABLE)
+        phase.stopped(exc)
         return None
     if short and not share.allow_partial:
         # Exit 4 says nothing was confirmed; after some was (the estimates fell short of

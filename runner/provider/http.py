@@ -41,6 +41,7 @@ from runner.errors import (
     ProviderConnectionError,
     ProviderTimeout,
     ResponseLost,
+    UntrustedCertificate,
 )
 from runner.provider.auth import DEFAULT_BRAND, make_signer
 from runner.provider.errors import error_from_answer
@@ -226,7 +227,7 @@ def _no_answer(exc: BaseException, endpoint: str, external_id: str | None
         cls, message = ProviderTimeout, "no answer in time"
     elif isinstance(untrusted := _cause(exc, (ssl.SSLCertVerificationError,)),
                     ssl.SSLCertVerificationError):
-        cls, message = ConnectionRefused, (f"could not connect: the provider's TLS certificate "
+        cls, message = UntrustedCertificate, (f"could not connect: the provider's TLS certificate "
                                            f"is not trusted ({untrusted.verify_message})")
     # (urllib3 counts a refused connection as a connect timeout too.)
     elif isinstance(reason, ConnectTimeoutError) and not isinstance(reason, NewConnectionError):

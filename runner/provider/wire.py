@@ -35,6 +35,7 @@ from runner.errors import (
     ProviderConnectionError,
     ProviderTimeout,
     ResponseLost,
+    UntrustedCertificate,
 )
 
 Failure = Literal["refused", "untrusted", "timeout", "lost"]
@@ -208,7 +209,7 @@ def _no_answer(kind: Failure, reason: BaseException, endpoint: str, external_id:
         return ProviderTimeout("no answer in time", endpoint=endpoint, external_id=external_id)
     if kind == "untrusted":
         detail = getattr(reason, "verify_message", type(reason).__name__)
-        return ConnectionRefused(f"could not connect: the provider's TLS certificate is not "
+        return UntrustedCertificate(f"could not connect: the provider's TLS certificate is not "
                                  f"trusted ({detail})", endpoint=endpoint,
                                  external_id=external_id)
     cls = ConnectionRefused if kind == "refused" else ResponseLost

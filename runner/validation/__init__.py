@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from runner.errors import JobError, ProviderHTTPError
+from runner.errors import ConfigurationError, JobError, ProviderHTTPError
 from runner.job import Job, ValidItem, iter_items
 from runner.kinds import Kind, Price, kind_named
 from runner.provider import Provider
@@ -135,6 +135,8 @@ def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provide
     if report.quoted and provider is not None and kind.quote is not None:
         try:
             price = kind.quote(result, provider, stamp)
+        except ConfigurationError:
+            raise  # the run's, not the item's
         except ProviderHTTPError as exc:
             report.invalid_rows.add(result.row)
             field, message = quotation_problem(exc)
