@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from runner.job import Job
-from runner.provider import Provider, session_for
+from runner.provider import Provider
 from runner.provider.accounts import AccountClient
 from runner.provider.collection import CollectionClient
 from runner.provider.http import ProviderClient
@@ -25,6 +25,7 @@ from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
+from runner.provider.transport import Urllib3Transport
 from runner.state.files import PRIVATE_FILE, private_file, private_folder
 from runner.state.opening import state_error
 
@@ -32,19 +33,20 @@ Client = TypeVar("Client", bound=ProviderClient)
 
 
 def _clients(job: Job, base_url: str, pool: int) -> Provider:
-    session = session_for(base_url, pool)
     p = job.provider
+    # One transport for the provider's clients: its proxy, CA and pool, chosen once.
+    transport = Urllib3Transport.from_environment(base_url, timeout=(5.0, float(p.timeout)),
+                                                  pool_size=max(pool, 10))
     key, secret = p.api_key.get_secret_value(), p.api_secret.get_secret_value()
 
     def make(cls: type[Client], auth: str = p.auth) -> Client:
-        return cls(base_url, key, secret, auth=auth, session=session, brand=p.brand,
-                   timeout=(5.0, float(p.timeout)))
+        return cls(base_url, key, secret, auth=auth, transport=transport, brand=p.brand)
 
     # The collection service and legacy Pay take Basic authentication only.
     provider = Provider(
         base_url, make(MoneyTransferClient), make(MerchantPaymentClient),
         make(CollectionClient, "basic"), make(AccountClient, "basic"),
-        make(OnboardingClient, "basic"), make(LegacyPayClient, "basic"), session)
+        make(OnboardingClient, "basic"), make(LegacyPayClient, "basic"), transport)
     if job.run.rate_limit is not None:
         throttle = Throttle(float(job.run.rate_limit))
         for client in provider.clients:

@@ -57,6 +57,9 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
             ├── ServiceUnavailable   exit 75; "retry later": SAFE after a wait
             ├── ServerError          a technical error, status unknown: LOOKUP
             │   └── PayStatusUnknown   the legacy Pay's 5000: its order may exist
+            ├── UnexpectedAnswer     not the answer the call promises (an HTML page, a body
+            │                        that is not JSON or does not decode, a redirect, an
+            │                        interim 1xx): the call may have gone through: LOOKUP
             ├── NotFound             no such resource: UNSAFE
             ├── InvalidRequest       the request is malformed or invalid: UNSAFE
             ├── DuplicateExternalId  the external_id is used: LOOKUP (fetch it, adopt it
@@ -383,6 +386,16 @@ class ServiceUnavailable(ProviderHTTPError):
 
 class ServerError(ProviderHTTPError):
     """A technical error: the request may or may not have been carried out."""
+
+    retry = Retry.LOOKUP
+
+
+class UnexpectedAnswer(ProviderHTTPError):
+    """An answer that is not one the call promises: an HTML page (a proxy's, a portal's), a
+    body that is not JSON or does not decode, a redirect (never followed), an interim 1xx
+    given as the answer, an error status without the provider's error body. It proves
+    neither that the call was done nor that it was not: look it up before anything else
+    (its connection is not used again: see ``runner.provider.transport``)."""
 
     retry = Retry.LOOKUP
 

@@ -72,13 +72,14 @@ def check_login(server: Any, session: Session, envelope: Envelope, mechanism: st
 @dataclass
 class Authority:
     """A certificate authority made for one test, and a server certificate it signed for
-    localhost and 127.0.0.1."""
+    localhost and 127.0.0.1 (as its subjectAltName; with ``alt_names=False`` only as its
+    common name, which no TLS client should accept)."""
 
     ca_file: Path
     server: ssl.SSLContext
 
     @classmethod
-    def make(cls, folder: Path) -> Authority:
+    def make(cls, folder: Path, alt_names: bool = True) -> Authority:
         now = dt.datetime.now(dt.UTC)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "runner test CA")])
@@ -99,8 +100,10 @@ class Authority:
                 .issuer_name(ca_name).public_key(key.public_key())
                 .serial_number(x509.random_serial_number())
                 .not_valid_before(now - dt.timedelta(minutes=5))
-                .not_valid_after(now + dt.timedelta(days=1))
-                .add_extension(x509.SubjectAlternativeName(names), critical=False)
+                .not_valid_after(now + dt.timedelta(days=1)))
+        if alt_names:
+            cert = cert.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        cert = (cert
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
                                critical=False)

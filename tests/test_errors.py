@@ -34,6 +34,7 @@ from runner.errors import (
     RunnerError,
     ServerError,
     ServiceUnavailable,
+    UnexpectedAnswer,
 )
 from runner.provider.errors import error_from_answer
 
@@ -169,16 +170,22 @@ ANSWERS = [
     (502, None, ORDERS, ServerError, Retry.LOOKUP),
     (401, None, ORDERS, AuthenticationError, Retry.UNSAFE),
     (404, {}, ORDERS, NotFound, Retry.UNSAFE),
-    (307, None, ORDERS, BusinessRefusal, Retry.UNSAFE),
+    # An answer that is not one the call promises: in doubt, whatever its status.
+    (307, None, ORDERS, UnexpectedAnswer, Retry.LOOKUP),
+    (302, body("1000400"), ORDERS, UnexpectedAnswer, Retry.LOOKUP),
+    (102, None, ORDERS, UnexpectedAnswer, Retry.LOOKUP),
+    (400, None, ORDERS, UnexpectedAnswer, Retry.LOOKUP),
+    (200, None, ORDERS, UnexpectedAnswer, Retry.LOOKUP),
     # The legacy Pay, by ReturnCode (XML gives it as text), else by status.
     (400, pay(3000), PAY, PayRefused, Retry.UNSAFE),
     (400, pay(5000), PAY, PayStatusUnknown, Retry.LOOKUP),
     (400, {"ReturnCode": "5050", "ReturnMessage": "later"}, PAY, ServiceUnavailable,
      Retry.SAFE),
     (403, pay(9403), PAY, AuthenticationError, Retry.UNSAFE),
-    (404, None, PAY, BusinessRefusal, Retry.UNSAFE),
+    (404, None, PAY, UnexpectedAnswer, Retry.LOOKUP),
     (403, None, PAY, AuthenticationError, Retry.UNSAFE),
-    (200, None, PAY, ServerError, Retry.LOOKUP),
+    (200, None, PAY, UnexpectedAnswer, Retry.LOOKUP),
+    (200, {"ReturnCode": "7777"}, PAY, ServerError, Retry.LOOKUP),
 ]
 
 

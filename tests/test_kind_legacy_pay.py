@@ -33,6 +33,7 @@ from runner.errors import (
     PayStatusUnknown,
     ServerError,
     ServiceUnavailable,
+    UnexpectedAnswer,
 )
 from runner.provider.errors import error_from_answer
 from runner.provider.legacy import PAY as PAY_PATH
@@ -469,10 +470,14 @@ def test_return_codes_map_onto_the_error_tree(code: int, status: int, error: typ
         assert (found.payment_order_id, found.order_status) == (7, "Refused")
 
 
-@pytest.mark.parametrize(("status", "error"), [(502, ServerError), (200, ServerError),
-                                               (503, ServiceUnavailable), (400, BusinessRefusal)])
-def test_an_unreadable_answer_is_judged_by_its_http_status(status: int,
-                                                           error: type[Exception]) -> None:
+@pytest.mark.parametrize(("status", "error"), [(502, ServerError), (200, UnexpectedAnswer),
+                                               (503, ServiceUnavailable),
+                                               (400, UnexpectedAnswer)])
+def test_an_unreadable_answer_is_in_doubt_unless_its_status_says(status: int,
+                                                                 error: type[Exception]) -> None:
+    """A 5xx may have paid, a 503 did nothing; any other answer that cannot be read proves
+    nothing either way: it is in doubt, never a refusal (the Pay is then never sent again,
+    and a person checks)."""
     assert type(error_from_answer(status, None, f"POST {PAY_PATH}", None)) is error
 
 

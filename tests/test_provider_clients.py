@@ -32,12 +32,13 @@ from runner.errors import (
     Retry,
     ServerError,
     ServiceUnavailable,
-    UntrustedCertificate,
+    UnexpectedAnswer,
 )
 from runner.provider.errors import error_from_answer
 from runner.provider.http import ext
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.provider.money_transfer import MoneyTransferClient
+from runner.provider.transport import Urllib3Transport
 
 QUOTE = {"payer_id": 1, "mode": "SOURCE_AMOUNT",
          "source": {"country_iso_code": "FRA", "currency": "EUR", "amount": Decimal("100.00")},
@@ -175,8 +176,7 @@ def test_refused_connection_is_safe_to_retry() -> None:
 
 
 def test_digest_nonces_stay_unique_across_threads(sandbox: Any) -> None:
-    client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac",
-                                 session=requests.Session())
+    client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac")
     failures: list[BaseException] = []
 
     def work() -> None:
@@ -228,23 +228,18 @@ def test_one_function_maps_answers(status: int, body: Any, cls: type, retry: Ret
     assert error.status == status
 
 
-def test_session_reads_proxy_and_ca_settings_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.provider import session_for
+def test_the_transport_reads_proxy_and_ca_settings_once() -> None:
+    from runner.provider.transport import Urllib3Transport, proxy_for
 
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/company-ca.pem")
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    session = session_for("https://api.provider.example", pool=4)
-    assert session.proxies["https"] == "http://proxy.example:3128"
-    assert session.verify == "/etc/ssl/company-ca.pem"
-    assert session.trust_env is False
-    monkeypatch.setenv("NO_PROXY", "api.provider.example")
-    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
-    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    bypassed = session_for("https://api.provider.example", pool=4)
-    assert "https" not in bypassed.proxies
-    assert bypassed.verify is True
+    environ = {"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": ""}
+    assert proxy_for("https://api.provider.example", environ) == "http://proxy.example:3128"
+    transport = Urllib3Transport.from_environment("https://api.provider.example",
+                                                  environ=environ)
+    assert transport.proxy == "http://proxy.example:3128"
+    environ["NO_PROXY"] = "provider.example"
+    assert proxy_for("https://api.provider.example", environ) is None
+    assert Urllib3Transport.from_environment("https://api.provider.example",
+                                             environ=environ).proxy is None
 
 
 @contextlib.contextmanager
@@ -277,9 +272,9 @@ def test_a_redirect_is_not_followed_nor_taken_for_an_answer() -> None:
 
     with serving(Redirecting) as url:
         client = MoneyTransferClient(url, KEY, SECRET)
-        with pytest.raises(BusinessRefusal) as caught:
+        with pytest.raises(UnexpectedAnswer) as caught:
             client.create_quotation({**QUOTE, "external_id": "r"})
-        assert (caught.value.status, caught.value.retry) == (307, Retry.UNSAFE)
+        assert (caught.value.status, caught.value.retry) == (307, Retry.LOOKUP)
 
 
 def test_calls_keep_their_connection_and_open_another_once_the_provider_closed_it() -> None:
@@ -384,10 +379,8 @@ def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
         do_GET = do_POST = relay  # noqa: N815 - the stdlib's names
 
     with serving(Proxy) as proxy:
-        session = requests.Session()
-        session.trust_env = False
-        session.proxies = {"http": proxy}
-        client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac", session=session)
+        client = MoneyTransferClient(sandbox.url, KEY, SECRET, auth="hmac",
+                                     transport=Urllib3Transport(sandbox.url, proxy=proxy))
         quotation = client.create_quotation({**QUOTE, "external_id": "via-proxy"})
         assert client.find_quotation("via-proxy")["id"] == quotation["id"]
         assert client.find_quotation("nobody") is None
@@ -398,41 +391,3 @@ def test_calls_go_through_the_configured_http_proxy(sandbox: Any) -> None:
                     f"GET {mt}/quotations/ext-nobody", f"POST {mt}/quotations"]
 
 
-def test_tls_certificates_are_verified_against_the_configured_authority(
-        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An HTTPS provider whose certificate no trusted authority signed is refused before
-    anything is sent; with its authority as the CA bundle (REQUESTS_CA_BUNDLE), it is
-    reached. Verification is never turned off."""
-    from mail_server import Authority
-
-    from runner.provider import session_for
-
-    authority = Authority.make(tmp_path)
-    seen: list[str] = []
-
-    class Provider(Quiet):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-            seen.append(self.path)
-            answer = b'{"status": "up"}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
-        monkeypatch.delenv(name, raising=False)
-    with serving(Provider, tls=authority.server) as url:
-        untrusted = MoneyTransferClient(url, KEY, SECRET, session=session_for(url, pool=4))
-        with pytest.raises(UntrustedCertificate) as caught:
-            untrusted.ping()
-        assert caught.value.exit_code == 78  # a configuration error, not "try later"
-        assert str(caught.value).startswith(
-            "could not connect: the provider's TLS certificate is not trusted (")
-        assert seen == []
-        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(authority.ca_file))
-        trusted = MoneyTransferClient(url, KEY, SECRET, session=session_for(url, pool=4))
-        assert trusted.ping() == {"status": "up"}
-        assert len(seen) == 1

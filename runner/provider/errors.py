@@ -8,6 +8,10 @@ below decide, no caller decides again:
 
 - by code: ``BY_CODE`` for the JSON services, ``BY_RETURN_CODE`` for the legacy Pay;
 - by status, where the code says nothing: 429, 503, 5xx, 401, 404;
+- an answer that is not one the call promises (``UnexpectedAnswer``, in doubt): a redirect or
+  an interim 1xx, whatever its body; a head the transport found odd (``unexpected``: a media
+  type or an encoding not asked for), or a body that cannot be read, unless its status alone
+  says what happened (401, the Pay's 403, 429, 5xx);
 - by code and message (``BY_MESSAGE``), where one code covers many business rules:
   collection-service.md has no code of its own for a reused external_id, so the service
   answers it with 2001201 ("operation not allowed", every business rule) worded "External
@@ -46,6 +50,7 @@ from runner.errors import (
     Retry,
     ServerError,
     ServiceUnavailable,
+    UnexpectedAnswer,
 )
 
 # The JSON services' codes (documents 1 to 3) that name their error on their own.
@@ -103,11 +108,15 @@ LEGACY_API = "/Rest/"  # answers in ReturnCodes, not in error bodies
 
 def error_from_answer(status: int, body: Any, endpoint: str,
                       external_id: str | None = None, retry_after: str | None = None,
-                      ) -> ProviderHTTPError:
+                      odd: str | None = None) -> ProviderHTTPError:
     """The error an answer other than success means, from its HTTP status and its body
     (None when it cannot be read); ``endpoint`` is "METHOD /path" as sent; ``retry_after``
-    the answer's Retry-After header, kept on an error that is safe to retry."""
+    the answer's Retry-After header, kept on an error that is safe to retry; ``odd`` why the
+    transport found the answer's head not one the call asked for (its body then unread)."""
     legacy = endpoint.partition(" ")[2].startswith(LEGACY_API)
+    said = status in (401, 429) or status >= 500 or (legacy and status == 403)
+    if status < 200 or 300 <= status < 400 or (body is None and not said):
+        return unexpected(status, odd or "a body that cannot be read", endpoint, external_id)
     code, message = (_return_code if legacy else _error_code)(body)
     message = message or f"HTTP {status}"
     cls: type[ProviderHTTPError]
@@ -139,6 +148,13 @@ def error_from_answer(status: int, body: Any, endpoint: str,
     if error.retry is Retry.SAFE:
         error.retry_after = seconds_to_wait(retry_after)
     return error
+
+
+def unexpected(status: int, why: str, endpoint: str, external_id: str | None
+               ) -> UnexpectedAnswer:
+    """An answer that is not one the call promises, and why."""
+    return UnexpectedAnswer(f"an unexpected answer: {why}", status=status, endpoint=endpoint,
+                            external_id=external_id)
 
 
 def seconds_to_wait(value: str | None, now: float | None = None) -> float | None:

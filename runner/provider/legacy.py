@@ -48,13 +48,15 @@ class LegacyPayClient(ProviderClient):
                                       "Accept": MEDIA[form]})
         endpoint = f"POST {PAY}"
         answer = read_answer(response.content, response.headers.get("Content-Type"), form)
+        if answer is None and response.content:
+            response.discard()  # (``http.ProviderClient.request`` says why)
         if answer is not None and answer_int(answer.get("ReturnCode")) == SUCCESS:
             # XML answers are text: the same types whatever the form.
             return {**answer, "ReturnCode": SUCCESS,
                     "PaymentOrderId": answer_int(answer.get("PaymentOrderId")),
                     "Status": answer_text(answer.get("Status"))}
         raise error_from_answer(response.status_code, answer, endpoint, external_id,
-                                response.headers.get("Retry-After"))
+                                response.headers.get("Retry-After"), response.unexpected)
 
 
 def xml_request(order: Mapping[str, Any], credentials: Sequence[Mapping[str, str]]) -> bytes:

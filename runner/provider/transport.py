@@ -1,0 +1,346 @@
+"""The provider clients' one HTTP transport: an interface (``Transport.handle_request``, as
+httpx's ``BaseTransport``), one map from what can go wrong below it to ``runner.errors``
+(``map_exceptions``), and one implementation on urllib3 (``Urllib3Transport``), chosen once
+per provider (``runner.connect``) and shared by its clients.
+
+urllib3 does the protocol: kept-alive connections in a thread-safe pool (one found closed by
+the provider is not written to again), answers chunked, sized or read until the connection
+closes and split across any number of packets, gzip and deflate bodies decoded, proxies by
+CONNECT (an ``https://`` provider) or by forwarding (``http://``), TLS with the host name
+checked against the certificate's subjectAltName only (no common-name fallback). Redirects
+are never followed (a payment POST sent again elsewhere is not a thing to do unasked) and
+nothing is retried here: ``runner.provider.retry`` decides that, from the error's class.
+
+What is read from the environment, once (``from_environment``): ``HTTPS_PROXY``,
+``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` (either case, as curl reads them), and the
+authorities a certificate is checked against (``authorities``).
+
+An answer whose head is not one the call asked for (an interim 1xx given as the answer, a
+redirect, a media type other than the one accepted, a content encoding not asked for) has
+its connection closed before anything else can use it, and comes back with ``unexpected``
+saying why and no body: what follows it on that connection could be the answer to this call
+rather than to the next (``runner.provider.errors.error_from_answer`` makes it an
+``UnexpectedAnswer``: in doubt). A body cut short closes its connection too, and so does a
+whole body that proves not to be what the call asked for (``Reply.discard``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import re
+import ssl
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
+
+import certifi
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    HTTPError,
+    NewConnectionError,
+    ProxyError,
+    ReadTimeoutError,
+)
+from urllib3.util import Timeout, make_headers
+from urllib3.util.ssl_ import create_urllib3_context
+
+from runner import __version__
+from runner.errors import (
+    ConnectionRefused,
+    ProviderConnectionError,
+    ProviderTimeout,
+    ResponseLost,
+    UntrustedCertificate,
+)
+
+USER_AGENT = f"runner/{__version__}"
+_UNSAFE_TARGET = re.compile("[\x00-\x20\x7f]")
+_UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+ASKED_ENCODINGS = ("gzip", "x-gzip", "deflate", "identity")
+DEFAULT_HEADERS = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call: ``target`` is the path (and query) under the base URL; ``endpoint`` ("POST
+    /v1/...") and ``external_id`` name the call in its errors."""
+
+    method: str
+    target: str
+    headers: Mapping[str, str]
+    body: bytes | None
+    endpoint: str
+    external_id: str | None = None
+
+
+def _kept() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back from one exchange, whatever its status: headers by any case of their
+    names; ``unexpected`` says why the answer is not one the call asked for (then its body
+    is left unread, and empty here). ``discard()`` closes the connection it came on, for a
+    caller that finds the body is not what it asked for."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+    unexpected: str | None = None
+    discard: Callable[[], None] = _kept
+
+
+class Transport(Protocol):
+    """Sends one request to the provider and returns its whole answer; a failure to get one
+    raises a ``ProviderConnectionError`` (``map_exceptions``)."""
+
+    def handle_request(self, request: Request) -> Reply: ...
+
+    def close(self) -> None: ...
+
+
+class Urllib3Transport:
+    """Calls to one provider (its base URL) over urllib3's pool, directly or through a
+    proxy, with TLS verified against ``tls``."""
+
+    def __init__(self, base_url: str, *, proxy: str | None = None,
+                 tls: ssl.SSLContext | None = None,
+                 timeout: tuple[float, float] = (5.0, 30.0), pool_size: int = 10) -> None:
+        parts = urlsplit(base_url.rstrip("/"))
+        self.base_url = base_url.rstrip("/")
+        self.proxy = proxy
+        self._timeout = Timeout(connect=timeout[0], read=timeout[1])
+        if tls is None and parts.scheme == "https":
+            tls = authorities({})
+        options: dict[str, Any] = {"maxsize": max(pool_size, 1), "block": False,
+                                   "retries": False, "ssl_context": tls}
+        manager: urllib3.PoolManager
+        self._headers = dict(DEFAULT_HEADERS)
+        if proxy is None:
+            manager = urllib3.PoolManager(num_pools=2, **options)
+            self._prefix = parts.path
+        else:
+            where = urlsplit(proxy)
+            login = (make_headers(proxy_basic_auth=f"{unquote(where.username)}:"
+                                  f"{unquote(where.password or '')}")
+                     if where.username else {})
+            bare = f"{where.scheme}://{where.hostname}" + (f":{where.port}" if where.port else "")
+            manager = urllib3.ProxyManager(bare, num_pools=2, proxy_headers=login,
+                                           proxy_ssl_context=tls if where.scheme == "https"
+                                           else None, **options)
+            # Forwarded (http://): the whole URL on the request line (the pool adds the
+            # login to each request); tunnelled (https://): the login on the CONNECT only.
+            self._prefix = self.base_url if parts.scheme == "http" else parts.path
+        self._manager = manager
+        self._pool = manager.connection_from_url(self.base_url)
+
+    @classmethod
+    def from_environment(cls, base_url: str, *, timeout: tuple[float, float] = (5.0, 30.0),
+                         pool_size: int = 10,
+                         environ: Mapping[str, str] | None = None) -> Urllib3Transport:
+        """The transport the environment asks for: its proxy (or none, for a host NO_PROXY
+        names) and its certificate authorities, read once."""
+        env = os.environ if environ is None else environ
+        tls = authorities(env) if base_url.startswith("https:") else None
+        return cls(base_url, proxy=proxy_for(base_url, env), tls=tls, timeout=timeout,
+                   pool_size=pool_size)
+
+    def handle_request(self, request: Request) -> Reply:
+        headers = {**self._headers, **request.headers}
+        if _UNSAFE_TARGET.search(request.target) or any(
+                _UNSAFE_HEADER.search(f"{k}{v}") for k, v in headers.items()):
+            # (http.client refuses them too, but with the header's value, a secret maybe, in
+            # its message)
+            raise ValueError("a control character or space in the request line or a header")
+        with map_exceptions(request.endpoint, request.external_id):
+            response = self._pool.urlopen(
+                request.method, self._prefix + request.target, body=request.body,
+                headers=headers, redirect=False, assert_same_host=False, retries=False,
+                preload_content=False, decode_content=True, timeout=self._timeout)
+            unexpected = _unexpected(response.status, response.headers, headers.get("Accept"))
+            if unexpected is not None:
+                _drop(response)
+                return Reply(response.status, response.headers, b"", unexpected)
+            # Reading the whole body gives the connection back to the pool; ``discard``
+            # closes it should the body prove unusable (its framing was whole, so nothing
+            # on it can be taken for the answer to another call meanwhile).
+            connection = response.connection
+            try:
+                content = response.read()
+            except DecodeError:  # gzip or deflate that does not decode: the body is lost
+                _drop(response)
+                return Reply(response.status, response.headers, b"",
+                             f"a {response.headers.get('Content-Encoding')} body that does "
+                             f"not decode")
+            response.release_conn()
+        return Reply(response.status, response.headers, content,
+                     discard=connection.close if connection is not None else _kept)
+
+    def close(self) -> None:
+        """Close every idle connection (a call after this opens another)."""
+        self._manager.clear()
+        self._pool = self._manager.connection_from_url(self.base_url)
+
+
+def _unexpected(status: int, headers: Mapping[str, str], accept: str | None) -> str | None:
+    """Why an answer's head is not one the call asked for; None when it is."""
+    if status < 200:
+        return f"HTTP {status}, an interim answer given as the answer"
+    if 300 <= status < 400:
+        where = urlsplit(headers.get("Location") or "").hostname
+        return f"HTTP {status}, a redirect{f' to {where}' if where else ''} (not followed)"
+    encodings = [e.strip().lower() for e in headers.get("Content-Encoding", "").split(",")]
+    if any(e and e not in ASKED_ENCODINGS for e in encodings):
+        return f"a body encoded {headers.get('Content-Encoding')}, which was not asked for"
+    media = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    wanted = {m.split(";")[0].strip().lower() for m in (accept or "").split(",")} - {""}
+    if media and wanted and "*/*" not in wanted and media not in wanted and \
+            not any(media.endswith("+" + w.rpartition("/")[2]) for w in wanted):
+        return f"HTTP {status} {media}, not the {' or '.join(sorted(wanted))} asked for"
+    return None
+
+
+def _drop(response: urllib3.BaseHTTPResponse) -> None:
+    """Close the answer's connection (the pool opens another in its place)."""
+    response.close()
+    response.release_conn()
+
+
+@contextlib.contextmanager
+def map_exceptions(endpoint: str, external_id: str | None) -> Iterator[None]:
+    """urllib3's, http.client's and the socket's errors as ``runner.errors`` says them:
+    refused before sending, timed out, or lost after (the reason's type, never its text: it
+    could echo a URL or a header)."""
+    try:
+        yield
+    except (HTTPError, http.client.HTTPException, OSError) as exc:
+        raise no_answer(exc, endpoint, external_id) from None
+
+
+def no_answer(exc: BaseException, endpoint: str, external_id: str | None
+              ) -> ProviderConnectionError:
+    """Why a call got no answer: not sent (no connection, through the proxy or not, or a
+    certificate not trusted), no answer in time, or sent and then lost."""
+    untrusted = _cause(exc, (ssl.SSLCertVerificationError,))
+    if isinstance(untrusted, ssl.SSLCertVerificationError):
+        return UntrustedCertificate(f"could not connect: the provider's TLS certificate is not "
+                                    f"trusted ({untrusted.verify_message})",
+                                    endpoint=endpoint, external_id=external_id)
+    if isinstance(exc, ReadTimeoutError | TimeoutError):
+        return ProviderTimeout("no answer in time", endpoint=endpoint, external_id=external_id)
+    never_sent = isinstance(exc, ProxyError) or _cause(
+        exc, (NewConnectionError, ConnectTimeoutError)) is not None
+    cls = ConnectionRefused if never_sent else ResponseLost
+    verb = "could not connect" if isinstance(exc, ConnectTimeoutError) and not isinstance(
+        exc, NewConnectionError) else "connection failed"
+    return cls(f"{verb}: {_reason(exc)}", endpoint=endpoint, external_id=external_id)
+
+
+def _cause(exc: BaseException, kinds: tuple[type[BaseException], ...]
+           ) -> BaseException | None:
+    """The first exception of ``kinds`` in what caused ``exc`` (itself included)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, kinds):
+            return cause
+        reason = getattr(cause, "reason", None)
+        cause = reason if isinstance(reason, BaseException) else (
+            cause.args[-1] if cause.args and isinstance(cause.args[-1], BaseException)
+            else cause.__cause__ or cause.__context__)
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's type: ConnectionRefusedError, RemoteDisconnected ..."""
+    inner = exc
+    while True:
+        nested = inner.args[-1] if inner.args and isinstance(inner.args[-1],
+                                                             BaseException) else None
+        nested = nested or inner.__cause__
+        if nested is None or nested is inner:
+            return type(inner).__name__
+        inner = nested
+
+
+# ---------------------------------------------------------------- the environment
+def proxy_for(base_url: str, environ: Mapping[str, str]) -> str | None:
+    """The proxy the environment names for ``base_url`` (``HTTPS_PROXY`` for https://,
+    ``HTTP_PROXY`` for http://, ``ALL_PROXY`` for either; the lower-case name first, as curl
+    reads them), None when there is none or ``NO_PROXY`` names its host (a name, a domain
+    with or without its leading dot, or *)."""
+    proxies: dict[str, str] = {}
+    for name, value in environ.items():  # upper case first, so that lower case wins
+        if name.upper() == name and name.endswith("_PROXY") and value:
+            proxies[name[:-6].lower()] = value
+    for name, value in environ.items():
+        if name.lower() == name and name.endswith("_proxy") and value:
+            proxies[name[:-6]] = value
+    parts = urlsplit(base_url)
+    if _bypassed(parts.hostname or "", parts.port, proxies.get("no", "")):
+        return None
+    return proxies.get(parts.scheme) or proxies.get("all") or None
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
+    """Whether ``NO_PROXY`` names the host: ``*``, the host, a domain above it (with or
+    without its leading dot), or either with this port (``host:443``, ``[::1]:8443``)."""
+    host = host.lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        name, wanted = entry, ""
+        if entry.startswith("[") or entry.count(":") == 1:  # a port is named
+            before, _, after = entry.rpartition(":")
+            if after.isdigit() and not after.endswith("]"):
+                name, wanted = before, after
+        if wanted and str(port) != wanted:
+            continue
+        name = name.strip("[]").lstrip(".")
+        if name and (host == name or host.endswith("." + name)):
+            return True
+    return False
+
+
+def authorities(environ: Mapping[str, str]) -> ssl.SSLContext:
+    """A TLS context that verifies certificates, and their host names against their
+    subjectAltName only, against: ``REQUESTS_CA_BUNDLE`` (or ``CURL_CA_BUNDLE``), a file or
+    a folder, when set, as requests reads them; else ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
+    when either is set, as OpenSSL reads them; else the system's store, or certifi's
+    bundle where the system has none (a slim container)."""
+    context = create_urllib3_context()  # TLS 1.2 at least, CERT_REQUIRED
+    context.hostname_checks_common_name = False
+    context.check_hostname = True
+    bundle = environ.get("REQUESTS_CA_BUNDLE") or environ.get("CURL_CA_BUNDLE")
+    cert_file, cert_dir = environ.get("SSL_CERT_FILE"), environ.get("SSL_CERT_DIR")
+    if bundle:
+        if os.path.isdir(bundle):
+            context.load_verify_locations(capath=bundle)
+        else:
+            context.load_verify_locations(cafile=bundle)
+    elif cert_file or cert_dir:
+        context.load_verify_locations(cafile=cert_file or None, capath=cert_dir or None)
+    else:
+        # (OpenSSL's own places: the ones it reads when SSL_CERT_FILE is not set.)
+        paths = ssl.get_default_verify_paths()
+        cafile = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+        capath = paths.openssl_capath if _filled(paths.openssl_capath) else None
+        if cafile or capath:
+            context.load_verify_locations(cafile=cafile, capath=capath)
+        else:
+            context.load_verify_locations(cafile=certifi.where())
+    return context
+
+
+def _filled(folder: str) -> bool:
+    if not os.path.isdir(folder):
+        return False
+    with os.scandir(folder) as entries:
+        return any(True for _ in entries)

@@ -1,0 +1,80 @@
+"""Odd answers to calls that went through: a reverse proxy in front of the sandbox
+(``http_servers.Rewriter``) lets the sandbox do the work, then gives the runner something
+else than its answer: an HTML page, a gzip body (asked for, or not labelled), an encoding not
+asked for, a redirect, 100 Continue before the answer, an interim 1xx given as the answer
+(the real answer behind it, waiting to be read by the next call), a body cut short. Nobody is
+paid twice, nobody is marked failed, every item ends settled; what was not the promised
+answer is looked up by external_id, and its connection is never used again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine_support import cli, confirmed, created, err_lines, outcomes, sent_for, write_job
+from http_servers import Rewriter, Rule, answer, odd_answers
+
+MT = "/v1/money-transfer"
+
+
+def test_odd_answers_after_a_create_or_a_confirm_that_went_through(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    odd = list(odd_answers())
+    sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
+    rules, rows = [], []
+    for n, kind in enumerate(odd):
+        for step in ("create", "confirm"):
+            name = f"{step[:3]}{n}"
+            rows.append(f"{name},1,{10 + n}.00,+2547000{n:02d}{len(rows):03d}\n")
+            call = (f"POST {MT}/quotations/ext-odd-{name}/transactions" if step == "create"
+                    else f"POST {MT}/transactions/ext-odd-{name}/confirm")
+            rules.append(Rule(call, kind.make, close=kind.close))
+    with Rewriter(sandbox.url, rules) as proxy:
+        job = write_job(tmp_path, proxy.url, "".join(rows), prefix="odd", concurrency=4)
+        ran = cli("run", str(job), "--yes", "--state", str(tmp_path / "s.sqlite"))
+    assert ran.exit_code == 0, ran.output
+    names = [f"odd-{step[:3]}{n}" for n in range(len(odd)) for step in ("create", "confirm")]
+    assert outcomes(tmp_path / "s.sqlite") == dict.fromkeys(names, "settled")
+    assert created(sandbox) == confirmed(sandbox) == dict.fromkeys(names, 1)
+    assert all(rule.hits == 1 for rule in rules)
+    for n, kind in enumerate(odd):
+        for step, sent in (("create", "transaction"), ("confirm", "confirm")):
+            name = f"odd-{step[:3]}{n}"
+            results = [r for s, _, r, _ in sent_for(tmp_path / "s.sqlite", name, "transaction")
+                       if s == sent]
+            # Settled from the answer itself, or in doubt first and settled by the lookup.
+            assert results == (["ok"] if kind.settles else ["in_doubt"]), (kind.name, step)
+    # No connection that carried an answer in doubt carried anything after it.
+    for i, call in enumerate(proxy.calls):
+        rule = next((r for r in rules if call.rewritten and call.path in r.call), None)
+        kind = odd[rules.index(rule) // 2] if rule else None
+        if kind is not None and not kind.settles:
+            later = [c for c in proxy.calls[i + 1:] if c.connection == call.connection]
+            assert later == [], (kind.name, call.path)
+    lookups = [c.path for c in proxy.calls if c.method == "GET"]
+    assert f"{MT}/transactions/ext-odd-con0" in lookups  # the HTML page, looked up
+
+
+def test_credentials_refused_mid_run_stop_it_with_exit_78_and_nothing_failed(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    """A 401 to a confirm (the provider did nothing): the run stops as for a provider that
+    cannot be reached, but with 78, a configuration error; no item is marked failed, and the
+    next run, the credentials fixed, pays every item once."""
+    sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
+    refused = answer("401 Unauthorized",
+                     b'{"errors": [{"code": "1000401", "message": "Unauthorized"}]}')
+    rule = Rule(f"POST {MT}/transactions/ext-pay-b/confirm", lambda h, b: refused,
+                forward=False)
+    state = tmp_path / "s.sqlite"
+    with Rewriter(sandbox.url, [rule]) as proxy:
+        job = write_job(tmp_path, proxy.url, concurrency=1)
+        stopped = cli("run", str(job), "--yes", "--state", str(state))
+        assert stopped.exit_code == 78, stopped.output
+        assert "the provider refuses runner's credentials, or its certificate is not " \
+               "trusted: fix the configuration, then run again to resume" in err_lines(stopped)
+        assert "failed" not in outcomes(state).values()
+        assert confirmed(sandbox)["pay-b"] == 0
+        again = cli("run", str(job), "--yes", "--state", str(state))
+    assert again.exit_code == 0, again.output
+    assert outcomes(state) == {"pay-a": "settled", "pay-b": "settled", "pay-c": "settled"}
+    assert confirmed(sandbox) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
