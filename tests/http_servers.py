@@ -228,24 +228,20 @@ def _whole_answer(rfile: BinaryIO) -> bytes:
 def _pipe(client: socket.socket, upstream: socket.socket, rfile: BinaryIO) -> None:
     """Bytes both ways until either side closes (the client sends nothing past its CONNECT
     before the answer, so its reader holds nothing yet)."""
-
-    def back() -> None:
-        try:
-            while data := upstream.recv(65536):
-                client.sendall(data)
-        except OSError:
-            pass
-        _close(client)
-
-    thread = threading.Thread(target=back, daemon=True)
+    thread = threading.Thread(target=_copy, args=(upstream, client), daemon=True)
     thread.start()
+    _copy(client, upstream)
+    thread.join(10)
+
+
+def _copy(source: socket.socket, sink: socket.socket) -> None:
+    """What ``source`` sends, to ``sink``, until ``source`` ends; then ``sink`` is closed."""
     try:
-        while data := client.recv(65536):
-            upstream.sendall(data)
+        while data := source.recv(65536):
+            sink.sendall(data)
     except OSError:
         pass
-    _close(upstream)
-    thread.join(10)
+    _close(sink)
 
 
 @dataclass
@@ -344,6 +340,11 @@ def odd_answers() -> Iterator[Odd]:
         return answer("200 OK", zlib.compress(body), "application/json",
                       "Content-Encoding: deflate")
 
+    def gzip_broken(head: bytes, body: bytes) -> bytes:
+        packed = gzip.compress(body)
+        return answer("200 OK", packed[:10] + b"\xff" * 8 + packed[18:], "application/json",
+                      "Content-Encoding: gzip")
+
     def gzip_unlabelled(head: bytes, body: bytes) -> bytes:
         return answer("200 OK", gzip.compress(body), "application/json")
 
@@ -368,6 +369,7 @@ def odd_answers() -> Iterator[Odd]:
     yield Odd("html", html, False)
     yield Odd("gzip", gzip_asked, True)
     yield Odd("deflate", deflate_asked, True)
+    yield Odd("gzip that does not decode", gzip_broken, False)
     yield Odd("gzip without Content-Encoding", gzip_unlabelled, False)
     yield Odd("an encoding not asked for", encoding_not_asked, False)
     yield Odd("a redirect", redirect, False)

@@ -171,16 +171,17 @@ class Urllib3Transport:
             # closes it should the body prove unusable (its framing was whole, so nothing
             # on it can be taken for the answer to another call meanwhile).
             connection = response.connection
+            discard = connection.close if connection is not None else _kept
             try:
                 content = response.read()
             except DecodeError:  # gzip or deflate that does not decode: the body is lost
+                discard()
                 _drop(response)
                 return Reply(response.status, response.headers, b"",
                              f"a {response.headers.get('Content-Encoding')} body that does "
                              f"not decode")
             response.release_conn()
-        return Reply(response.status, response.headers, content,
-                     discard=connection.close if connection is not None else _kept)
+        return Reply(response.status, response.headers, content, discard=discard)
 
     def close(self) -> None:
         """Close every idle connection (a call after this opens another)."""
