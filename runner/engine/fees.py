@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
-from runner.errors import ProviderHTTPError
+from runner.errors import ConfigurationError, ProviderHTTPError
 from runner.job import ValidItem
 from runner.kinds import Price
 
@@ -87,6 +87,8 @@ def sample(corridors: dict[str, Corridor], quote: Quote, namespace: str) -> Esti
             found.samples += 1
             try:
                 price = quote(valid, namespace)
+            except ConfigurationError:
+                raise  # the run's, not the sample's
             except ProviderHTTPError as exc:
                 found.why = f"{exc.code} {exc.message}"
                 continue
