@@ -59,6 +59,7 @@ from runner.errors import (
     ResponseLost,
     ServerError,
     ServiceUnavailable,
+    UnexpectedAnswer,
     UntrustedCertificate,
 )
 from runner.provider.retry import Decision, RetryPolicy, decide
@@ -523,6 +524,7 @@ PROVIDER_ERRORS = [
     (ReferenceTaken, Decision.STOP, Decision.STOP),
     (PayRefused, Decision.STOP, Decision.STOP),
     (PayStatusUnknown, Decision.RETRY, Decision.LOOKUP),
+    (UnexpectedAnswer, Decision.RETRY, Decision.LOOKUP),
     (ProviderError, Decision.STOP, Decision.STOP),
     (ProviderConnectionError, Decision.STOP, Decision.STOP),
     (ProviderHTTPError, Decision.STOP, Decision.STOP),

@@ -168,7 +168,7 @@ def test_runner_reads_statuses_as_numbers_or_text_in_answers_lookups_and_callbac
                     if p.path == f"/{numeric}"][0].json
         assert callback["status"] == 20000 and callback["status_class"] == 2
         assert read_statuses(callback) == client.find_transaction("t-1") == done
-        client.session.close()
+        client.close()
 
 
 def test_the_engine_pays_a_batch_from_numeric_answers(
