@@ -248,6 +248,8 @@ class FaultState:
         with self._lock:
             self.counts[method] += 1
             self.counts[f"{method} {group}"] += 1
+            if group == "parties":  # the payee checks, counted apart: what a client asked
+                self.counts[f"{method} parties {path.rsplit('-', 1)[-1]}"] += 1
             self.recent.append({"method": method, "path": path, "group": group})
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)

@@ -14,8 +14,13 @@ path: CONFIRMED -> SUBMITTED -> COMPLETED.
 | 999306        | SUBMITTED, AVAILABLE, then COMPLETED    | -                                    |
 | 999308        | SUBMITTED, AVAILABLE, then REVERSED     | COMPLETED then REVERSED              |
 | 999320        | CONFIRMED-UNDER-REVIEW-SLS (20110) first| -                                    |
-| 999401        | verification UNREGISTERED               | information not found (1000404)      |
-| 999402        | verification UNAVAILABLE                | verification UNAVAILABLE             |
+| 999401        | verification UNREGISTERED, information not found (1000404), in both  |
+| 999402        | verification UNAVAILABLE (a closed account), in both                    |
+| 999403        | verification and information fail (500 1009001), in both                |
+| 999411        | held under the name first verified, a letter off (a close match)       |
+| 999412        | held by somebody else (Ines Valderrama: no match)                       |
+
+The last five are core/parties.py's.
 """
 
 from __future__ import annotations

@@ -52,6 +52,8 @@ class Store:
             c: {"id": n, "currency": c, "balance": amount}
             for n, (c, amount) in enumerate(sorted(merchant_balances.items()), 1)}
         self.nonces = NonceMemory()
+        # Accounts and who holds them, as verifications named them first (core/parties.py).
+        self.parties: dict[str, list[str]] = {}
         # What a service derives from its tables to answer in O(1) (accounts/models.py's
         # ledgers), made again from the tables when missing: never journalled.
         self.derived: dict[str, Any] = {}
@@ -112,6 +114,12 @@ class Store:
         kind = "merchant_balances" if merchant else "balances"
         self._write(kind, currency, getattr(self, kind)[currency])
 
+    def hold_account(self, key: str, holder: tuple[str, str]) -> None:
+        """Keep who holds the account ``key``, unless someone does already."""
+        if key not in self.parties:
+            self.parties[key] = list(holder)
+            self._write("parties", key, self.parties[key])
+
     # ------------------------------------------------------------ nonces
     def nonce_seen(self, key_nonce: str, expires: float, now: float) -> bool:
         """Remember a nonce until ``expires``; True when it is remembered still."""
@@ -148,6 +156,8 @@ class Store:
                     self.seq[key] = value
                 elif kind in ("balances", "merchant_balances"):
                     getattr(self, kind)[key] = value
+                elif kind == "parties":
+                    self.parties[key] = value
                 elif kind == "nonces":
                     self.nonces = NonceMemory(value)
                 elif kind == "clock":
@@ -198,6 +208,8 @@ class Store:
                     self.save_balance(currency)
                 for currency in self.merchant_balances:
                     self.save_balance(currency, merchant=True)
+                for key, holder in self.parties.items():
+                    self._write("parties", key, holder)
                 self._write("nonces", "", self.nonces.remembered())
             os.replace(tmp, self.path)
             self._journal = None

@@ -1,5 +1,7 @@
 """The merchant payment service's deterministic catalogue: payment methods (QR, instruction
 and redirect details; one inactive, one unavailable), the fee, rates and merchant balances.
+The debit party checks take the identifiers a method accepts, but for the card checkout
+(method 3), which offers none (1007100).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ class MethodSpec:
     redirect: bool = False
     active: bool = True
     available: bool = True
+    checks: list[list[str]] | None = None  # the identifiers its party checks take
+
+    @property
+    def checked(self) -> list[list[str]]:
+        return self.identifiers if self.checks is None else self.checks
 
 
 FEE_PERCENT = D("1.5")
@@ -41,7 +48,7 @@ PAYMENT_METHODS = [
                [NAMES + ["email"]], ["instructions"]),
     MethodSpec(3, "Card Checkout Mexico", "Pay on the card page the consumer is sent to", "MEX",
                "MXN", 2, D("0.01"), D(10), D(100000), [["email"]], [NAMES + ["email"]], [],
-               redirect=True),
+               redirect=True, checks=[]),
     MethodSpec(4, "Mobile Money Senegal", "Approve the payment on the phone", "SEN", "XOF", 0,
                D(5), D(500), D(1000000), [[MSISDN]], [NAMES, ["msisdn"]], ["instructions"]),
     MethodSpec(5, "QR Ph Philippines", "Scan the QR Ph code", "PHL", "PHP", 2, D("0.05"), D(20),
@@ -66,8 +73,8 @@ def method_resource(m: MethodSpec) -> dict[str, Any]:
         "currency": m.currency, "precision": m.precision, "increment": m.increment,
         "minimum_payment_amount": m.minimum, "maximum_payment_amount": m.maximum,
         "debit_party_identifiers_accepted": m.identifiers,
-        "debit_party_information": {"debit_party_identifiers_accepted": m.identifiers},
-        "debit_party_verification": {"debit_party_identifiers_accepted": m.identifiers,
+        "debit_party_information": {"debit_party_identifiers_accepted": m.checked},
+        "debit_party_verification": {"debit_party_identifiers_accepted": m.checked,
                                      "required_consumer_fields": m.consumer},
         "payment_details_fields": m.details,
         "required_consumer_fields": m.consumer,

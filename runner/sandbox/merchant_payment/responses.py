@@ -15,12 +15,13 @@ from runner.sandbox.core.catalogue import COUNTRY_NAMES
 from runner.sandbox.core.errors import JSON, ApiError
 from runner.sandbox.core.pagination import paginate
 from runner.sandbox.core.parties import (
-    UNAVAILABLE,
-    UNREGISTERED,
+    account_key,
+    account_status,
     check_party,
-    known_party,
+    fail_on_test_value,
+    holder_of,
+    named_holder,
     require_alternatives,
-    trigger_of,
 )
 from runner.sandbox.core.routing import DecimalRoute, busy_first, current, sandbox
 from runner.sandbox.core.schemas import AccountStatus, Country
@@ -73,19 +74,34 @@ async def balances(request: Request, page: Page = None, per_page: Page = None) -
     return paginate(found, page, per_page, merchant=True)
 
 
-def _debit_party(spec: cat.MethodSpec, ident: s.DebitPartyIdentifier) -> dict[str, Any]:
+def _debit_party(spec: cat.MethodSpec, ident: s.DebitPartyIdentifier,
+                 alternatives: list[list[str]] | None = None) -> dict[str, Any]:
     values = ident.model_dump(exclude_none=True)
-    require_alternatives(values, spec.identifiers, "debit_party_identifier", merchant=True)
+    require_alternatives(values, spec.identifiers if alternatives is None else alternatives,
+                         "debit_party_identifier", merchant=True)
     check_party(values, "debit_party_identifier", merchant=True, enums=("account_type",))
+    return values
+
+
+def _checked_party(spec: cat.MethodSpec, ident: s.DebitPartyIdentifier) -> dict[str, Any]:
+    """The identifier of a debit party check (information, verification)."""
+    if not spec.checked:
+        raise ApiError("1007100", f"payment method {spec.id} offers no debit party check",
+                       merchant=True)
+    values = _debit_party(spec, ident, spec.checked)
+    fail_on_test_value(values, merchant=True)
     return values
 
 
 @router.post("/payment-methods/{method_id}/debit-party-information",
              response_model=s.DebitPartyInformation)
-async def debit_party_information(method_id: Id, body: s.DebitPartyRequest) -> JSON:
+async def debit_party_information(request: Request, method_id: Id,
+                                  body: s.DebitPartyRequest) -> JSON:
     spec = _method(method_id)
-    ident = _debit_party(spec, body.debit_party_identifier)
-    known = known_party(ident) if trigger_of(ident) != UNREGISTERED else None
+    ident = _checked_party(spec, body.debit_party_identifier)
+    store = sandbox(request).store
+    with store.lock:
+        known = holder_of(store.parties, ident)
     if known is None:
         raise ApiError("1000404", "no party with this identifier", merchant=True)
     consumer = s.Consumer(firstname=known[0], lastname=known[1], country_iso_code=spec.country)
@@ -94,14 +110,18 @@ async def debit_party_information(method_id: Id, body: s.DebitPartyRequest) -> J
 
 @router.post("/payment-methods/{method_id}/debit-party-verification",
              response_model=AccountStatus)
-async def debit_party_verification(method_id: Id, body: s.DebitPartyVerificationRequest
-                                   ) -> JSON:
+async def debit_party_verification(request: Request, method_id: Id,
+                                   body: s.DebitPartyVerificationRequest) -> JSON:
     spec = _method(method_id)
-    ident = _debit_party(spec, body.debit_party_identifier)
+    ident = _checked_party(spec, body.debit_party_identifier)
     consumer = body.consumer.model_dump()
     check_party(consumer, "consumer", merchant=True, enums=CONSUMER_ENUMS)
-    status = "UNAVAILABLE" if trigger_of(ident) == UNAVAILABLE else "AVAILABLE"
-    return JSON({"id": method_id, "account_status": status})
+    holder = named_holder(ident, consumer)
+    store = sandbox(request).store
+    with store.lock:
+        if holder is not None and holder_of(store.parties, ident) is None:
+            store.hold_account(account_key(ident), holder)
+    return JSON({"id": method_id, "account_status": account_status(ident)})
 
 
 @router.post("/quotations", status_code=201, response_model=s.MerchantQuotation)

@@ -4,7 +4,10 @@ source countries, administrative divisions, entities and starting balances.
 Payers are chosen to differ where it matters to a client: msisdn-only wallets, bank
 accounts needing account number and SWIFT, payers accepting several alternatives, different
 sender and beneficiary requirements, precision 0 and 2, increments other than 1, a payer with
-no maximum, one inactive (1003001) and one currently unavailable (1003007).
+no maximum, one inactive (1003001) and one currently unavailable (1003007). The credit party
+checks (information and verification) take the identifiers a payer accepts, but for the cash
+pick-up payers (7 and 10: no account to check, 1007100) and payer 6, which checks bank
+accounts and not wallets.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ class PayerSpec:
     fee_percent: D = D("0")
     active: bool = True
     available: bool = True
+    checks: list[list[str]] | None = None  # the identifiers its party checks take
+
+    @property
+    def checked(self) -> list[list[str]]:
+        return self.identifiers if self.checks is None else self.checks
 
 
 PAYERS = [
@@ -61,19 +69,19 @@ PAYERS = [
               [NAMES + ["bank_account_holder_name"]], fee_fixed=D("2.50")),
     PayerSpec(6, "Lagos Commercial Bank", 2, "NGA", "NGN", 2, D("0.50"), D(1000), D(5000000),
               [[BANK, SWIFT], [MSISDN]], [NAMES], [NAMES, ["bank_account_holder_name"]],
-              fee_fixed=D("2.00"), fee_percent=D("0.25")),
+              fee_fixed=D("2.00"), fee_percent=D("0.25"), checks=[[BANK, SWIFT]]),
     PayerSpec(7, "Efectivo Mexico", 3, "MEX", "MXN", 0, D(10), D(100), D(30000), [[MSISDN]],
               [NAMES + ["id_type", "id_number"]],
               [NAMES + ["id_type", "id_number"],
                NAMES + ["date_of_birth", "country_of_birth_iso_code"]],
-              fee_fixed=D("4.00")),
+              fee_fixed=D("4.00"), checks=[]),
     PayerSpec(8, "Saigon Bank", 2, "VNM", "VND", 0, D(1000), D(100000), D(500000000),
               [[BANK, SWIFT]], [NAMES], [NAMES + ["bank_account_holder_name"]]),
     PayerSpec(9, "Accra Mobile Money", 1, "GHA", "GHS", 2, D("0.01"), D(1), D(10000), [[MSISDN]],
               [NAMES + ["date_of_birth"], NAMES + ["id_type", "id_number"]], [NAMES],
               fee_fixed=D("0.99")),
     PayerSpec(10, "Cebuana Cash Pickup", 3, "PHL", "PHP", 0, D(100), D(500), D(50000), [[MSISDN]],
-              [NAMES], [NAMES + ["msisdn"]], fee_fixed=D("2.00")),
+              [NAMES], [NAMES + ["msisdn"]], fee_fixed=D("2.00"), checks=[]),
     PayerSpec(11, "Banco Jalisco", 2, "MEX", "MXN", 2, D("0.01"), D(100), D(1000000), [[BANK]],
               [NAMES], [NAMES]),
     PayerSpec(12, "GCash Philippines", 1, "PHL", "PHP", 2, D("0.05"), D(50), D(100000), [[MSISDN]],
@@ -96,8 +104,8 @@ def payer_resource(p: PayerSpec) -> dict[str, Any]:
         "credit_party_identifiers_accepted": p.identifiers,
         "required_sender_fields": p.sender,
         "required_beneficiary_fields": p.beneficiary,
-        "credit_party_information": {"credit_party_identifiers_accepted": p.identifiers},
-        "credit_party_verification": {"credit_party_identifiers_accepted": p.identifiers,
+        "credit_party_information": {"credit_party_identifiers_accepted": p.checked},
+        "credit_party_verification": {"credit_party_identifiers_accepted": p.checked,
                                       "required_beneficiary_fields": p.beneficiary},
     }
 

@@ -15,12 +15,13 @@ from runner.sandbox.core.clock import iso
 from runner.sandbox.core.errors import JSON, ApiError
 from runner.sandbox.core.pagination import paginate
 from runner.sandbox.core.parties import (
-    UNAVAILABLE,
-    UNREGISTERED,
+    account_key,
+    account_status,
     check_party,
-    known_party,
+    fail_on_test_value,
+    holder_of,
+    named_holder,
     require_alternatives,
-    trigger_of,
 )
 from runner.sandbox.core.routing import DecimalRoute, busy_first, current, sandbox
 from runner.sandbox.core.schemas import AccountStatus, Country
@@ -186,14 +187,21 @@ async def balances(request: Request, page: Page = None, per_page: Page = None) -
 # ---------------------------------------------------------------- credit parties
 def _identifier(spec: cat.PayerSpec, body: s.CreditPartyRequest) -> dict[str, Any]:
     ident = body.credit_party_identifier.model_dump(exclude_none=True)
-    require_alternatives(ident, spec.identifiers, "credit_party_identifier")
+    if not spec.checked:
+        raise ApiError("1007100", f"payer {spec.id} offers no credit party check")
+    require_alternatives(ident, spec.checked, "credit_party_identifier")
+    fail_on_test_value(ident)
     return ident
 
 
 @router.post("/payers/{payer_id}/credit-party-information", response_model=s.Beneficiary)
-async def credit_party_information(payer_id: Id, body: s.CreditPartyRequest) -> JSON:
+async def credit_party_information(request: Request, payer_id: Id,
+                                   body: s.CreditPartyRequest) -> JSON:
     spec = _payer(payer_id)
-    known = known_party(_identifier(spec, body))
+    ident = _identifier(spec, body)
+    store = sandbox(request).store
+    with store.lock:
+        known = holder_of(store.parties, ident)
     if known is None:
         raise ApiError("1000404", "no party with this identifier")
     beneficiary = s.Beneficiary(firstname=known[0], lastname=known[1],
@@ -202,13 +210,16 @@ async def credit_party_information(payer_id: Id, body: s.CreditPartyRequest) -> 
 
 
 @router.post("/payers/{payer_id}/credit-party-verification", response_model=AccountStatus)
-async def credit_party_verification(payer_id: Id, body: s.CreditPartyRequest) -> JSON:
+async def credit_party_verification(request: Request, payer_id: Id,
+                                    body: s.CreditPartyRequest) -> JSON:
     spec = _payer(payer_id)
     ident = _identifier(spec, body)
-    trigger = trigger_of(ident)
-    status = {UNREGISTERED: "UNREGISTERED", UNAVAILABLE: "UNAVAILABLE"}.get(trigger or "",
-                                                                          "AVAILABLE")
-    return JSON({"id": payer_id, "account_status": status})
+    holder = named_holder(ident, body.beneficiary.model_dump()) if body.beneficiary else None
+    store = sandbox(request).store
+    with store.lock:
+        if holder is not None and holder_of(store.parties, ident) is None:
+            store.hold_account(account_key(ident), holder)
+    return JSON({"id": payer_id, "account_status": account_status(ident)})
 
 
 # ---------------------------------------------------------------- quotations
