@@ -177,30 +177,49 @@ def _copy_out(source: Path, output: Path | None) -> None:
 @click.command()
 @job_argument
 @click.argument("external_id")
-@click.option("--outcome", type=click.Choice(["settled", "failed"]), required=True,
+@click.option("--outcome", type=click.Choice(["settled", "failed"]),
               help="What the provider shows: the money moved (settled) or it did not.")
+@click.option("--accept-payee", is_flag=True,
+              help="Accept the item's payee despite its payee check (no match, account not "
+                   "available, not verified): the next run pays it while its row names the "
+                   "same account and name.")
 @click.option("--note", required=True, help="What was checked, for the record.")
 @state_option
 @reports_errors
-def resolve(job: Path, external_id: str, outcome: str, note: str,
+def resolve(job: Path, external_id: str, outcome: str | None, accept_payee: bool, note: str,
             state: StateLocation | None) -> None:
-    """Record what a person found at the provider for an unknown or conflicting item.
+    """Record what a person found for an item runner could not settle, or accept its payee.
 
-    Such items (a call with no lookup whose answer was lost, or a provider record that is
-    not the item) keep every run's exit code at 1 until a person has checked them. Nothing
-    is sent: the item becomes final with the given outcome and the note.
+    --outcome: an unknown or conflicting item (a call with no lookup whose answer was lost,
+    or a provider record that is not the item) keeps every run's exit code at 1 until a
+    person has checked it at the provider. Nothing is sent: the item becomes final with the
+    given outcome and the note. --accept-payee: an item held by its payee check (or that
+    would be) is paid by the next run, as long as its row names the same account and name;
+    who accepted it and when are recorded. Nothing is sent.
 
     \b
     Example:
       runner resolve jobs/charges.yaml charges-2026-11-C3 --outcome settled \\
         --note "charge 4411 found DONE in the back office"
+      runner resolve jobs/payroll.yaml payroll-2026-11-E5003 --accept-payee \\
+        --note "name changed at marriage; confirmed by phone"
     """
     from runner.job import load_job
     from runner.state import open_store
 
+    if (outcome is None) == (not accept_payee):
+        raise click.UsageError("give one of --outcome and --accept-payee")
     loaded = load_job(job)
     with open_store(state_path_of(state)) as store:
-        store.resolve(loaded.name, external_id, outcome, note)
-    click.echo(f"{external_id}: {outcome} (resolved by hand)")
+        if outcome is not None:
+            store.resolve(loaded.name, external_id, outcome, note)
+            click.echo(f"{external_id}: {outcome} (resolved by hand)")
+            return
+        from runner.engine.plan import who
+        from runner.payees.accept import accept_payee as accept
 
-
+        user, host = who()
+        accepted = accept(loaded, store, external_id, note, user, host)
+    click.echo(f"{external_id}: payee {accepted.name} accepted by {user} on {host} at "
+               f"{accepted.accepted_at}; the next run pays it while its row names the same "
+               f"account and name")

@@ -19,22 +19,26 @@ if TYPE_CHECKING:
     from runner.state import StateStore
 
 
-def _store(path: StateLocation) -> tuple[StateStore, bool]:
+def _store(path: StateLocation, keep: bool) -> tuple[StateStore, bool]:
     """The state to plan against, and whether it exists; one not made yet is an empty state
-    (a job's first plan, which says so), and is not created: planning writes nothing."""
+    (a job's first plan, which says so), and is not created: planning writes nothing but,
+    with ``keep``, the payee checks' answers (for the run and next month to use again),
+    for which a state not made yet is made."""
     from runner.errors import StateMissing
     from runner.state import empty_store, open_store
 
     try:
         return open_store(path, create=False), True
     except StateMissing:
-        return empty_store(), False
+        return (open_store(path) if keep else empty_store()), False
 
 
 def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
-              fmt: str, output: Path | None) -> int:
+              fmt: str, output: Path | None, verify: bool = False) -> int:
     """Print (and with ``output`` write) the plan of ``job``; the exit code a run would
-    have before sending anything: 2 invalid items stop it, 4 the balances are short."""
+    have before sending anything: 2 invalid items stop it, 4 the balances are short.
+    Payees are checked under the job's ``run.verify_payees``, or with ``verify`` (warn)
+    when it is off."""
     from runner.connect import connect
     from runner.engine.plan import flow_for, make_plan
     from runner.engine.plan_file import document, write_plan
@@ -44,7 +48,9 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
 
     loaded = load_job(job)
     path = state_path_of(state)
-    store, exists = _store(path)
+    policy = loaded.run.verify_payees
+    policy = "warn" if verify and policy == "off" else policy
+    store, exists = _store(path, keep=policy != "off")
     with store, connect(loaded, state_dir_of(state),
                                         pool=loaded.run.concurrency) as provider:
         # What a person reads (text, no plan file, no quotations) streams: the plan keeps
@@ -52,7 +58,8 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
         streams = output is None and fmt == "text" and not quote
         plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
                          quote=quote, retry_failed=retry_failed,
-                         sink=_drop if streams else None)
+                         sink=_drop if streams else None,
+                         verify=policy)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
         sha256 = write_plan(document(plan, loaded, location_text(path)), output)
@@ -77,26 +84,32 @@ def _drop(planned: Any) -> None:
 @FORMAT
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the plan file that `runner apply` pays.")
+@click.option("--verify", is_flag=True,
+              help="Check each payee with the provider (the account's status, the holder's "
+                   "name against the row's), as run.verify_payees: warn does; the job's "
+                   "run.verify_payees checks without it.")
 @state_option
 @reports_errors
 def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | None,
-         state: StateLocation | None) -> None:
+         verify: bool, state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
     Sends nothing (but quotations in a dryrun- namespace, never confirmed: --quote's, and,
     where fees not quoted could make a balance short, two per payer that estimate them).
     Lists the items new, to resume (with the step reached), in doubt, to send again
     (--retry-failed), settled, failed earlier (changed in the job since, or not), needing a
-    person, refused (held by another job) and invalid, then per balance the amounts (and
-    fees with --quote) against what it holds. -o writes the plan file for `runner apply`.
+    person, held by the payee check, refused (held by another job) and invalid, the payee
+    checks' findings (--verify, run.verify_payees), then per balance the amounts (and fees
+    with --quote) against what it holds. -o writes the plan file for `runner apply`.
     Exits 0 when a run could go, 2 when invalid items stop it, 4 when the balances are
     short.
 
     \b
     Example:
       runner plan jobs/payroll.yaml --quote -o payroll.plan.json
+      runner plan jobs/payroll.yaml --verify
     """
-    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output))
+    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify))
 
 
 @click.command()

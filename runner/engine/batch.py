@@ -245,12 +245,14 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     funds, the question); once they pass, recorded."""
     state = flow.state
     stager = Stager(state, job.name, flow)
+    verify, workers = job.run.verify_payees, options.concurrency or job.run.concurrency
     if options.applied is None:
         plan = make_plan(job, provider, state, flow, retry_failed=options.retry_failed,
-                         sink=stager)
+                         sink=stager, verify=verify, workers=workers)
     else:
         plan = make_plan(job, provider, state, flow,
-                         retry_failed=bool(options.applied.document.get("retry_failed")))
+                         retry_failed=bool(options.applied.document.get("retry_failed")),
+                         verify=verify, workers=workers)
         reasons = compare(options.applied.document, plan, job)
         if reasons:
             return Ending(2, "the plan is refused: " + "; ".join(reasons) +

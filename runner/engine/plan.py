@@ -5,7 +5,11 @@ with nothing written and nothing sent (but ``quote``'s ``dryrun-`` quotations).
 state record and says what a run would do with it (``PlannedItem.action``: ``new``,
 ``resume`` at the step reached, ``in_doubt``, ``retry`` under a new external_id; or skipped:
 ``settled``, ``failed``, ``review`` (a person decides), ``changed`` (after its payment
-started), ``refused`` (another job holds it), ``invalid``). It prices what is to be paid (the
+started), ``refused`` (another job holds it), ``invalid``; ``held`` by the payee check). With
+``verify`` (``run.verify_payees``, ``runner plan --verify``) each item to pay whose money has
+not moved yet has its payee checked (``runner.payees``): its finding goes with it, and under
+``hold`` an item with no match, an account not available or a check that failed, unless a
+person accepted it, is ``held`` instead of paid. It prices what is to be paid (the
 state's amounts once quoted; real quotations with ``quote``; else what validation estimates
 from the provider's published rates) and adds up what each balance must cover against what it
 holds (``Need``). `runner plan`, `runner run --dry-run`, the question asked on a terminal,
@@ -37,6 +41,7 @@ from runner.errors import ConfigurationError, ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
+from runner.payees.checks import Finding, PayeeChecks
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
@@ -44,10 +49,12 @@ from runner.summary.model import Scrubber
 from runner.validation import Report, validate_job
 
 TO_PAY = ("new", "resume", "in_doubt", "retry")
-SKIPPED = ("settled", "failed", "review", "changed", "refused", "quote_refused", "invalid",
-           "unplanned")
-LISTED = ("in_doubt", "retry", "failed", "review", "changed", "refused", "quote_refused",
-          "invalid")
+SKIPPED = ("settled", "failed", "review", "changed", "held", "refused", "quote_refused",
+           "invalid", "unplanned")
+LISTED = ("in_doubt", "retry", "failed", "review", "changed", "held", "refused",
+          "quote_refused", "invalid")
+# The steps before money moves: an item to pay at one of these has its payee checked.
+UNPAID_STEPS = ("new", "quoted", "created")
 CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
 
@@ -70,6 +77,7 @@ class PlannedItem:
     balance: str | None = None  # the balance it draws on (``Flow.draws``)
     paid_to: str = ""  # who its item paid (or is paying), when its row asks otherwise now
     code: str = ""  # the provider's code, of a quotation it refused (``why``: its message)
+    payee: Finding | None = None  # its payee check's finding
     valid: ValidItem | None = field(default=None, repr=False, compare=False)
     record: ItemRecord | None = field(default=None, repr=False, compare=False)
 
@@ -88,7 +96,15 @@ class PlannedItem:
                 "ref": self.ref, "step": self.step, "changed": self.changed, "why": self.why,
                 **({"code": self.code} if self.code else {}),
                 "fingerprint": self.fingerprint, "balance": self.balance,
-                **({k: _text(v) for k, v in asdict(price).items()} if price else {})}
+                **({k: _text(v) for k, v in asdict(price).items()} if price else {}),
+                **({"payee": self.payee.as_dict()} if self.payee is not None else {})}
+
+    @property
+    def verified(self) -> bool:
+        """True when its payee is checked: to pay, and its money not moved yet."""
+        return self.valid is not None and (
+            self.action in ("new", "retry") or
+            (self.action == "resume" and self.step in UNPAID_STEPS))
 
 
 @dataclass
@@ -116,12 +132,21 @@ class Plan:
     money: dict[str, Decimal] = field(default_factory=dict)  # to pay, per currency
     left_unpaid: int = 0  # rows asking another payment than the one made or on its way
     fee_samples: int = 0  # quotations sent to estimate fees (``runner.engine.fees``)
+    # Payee checks: the policy they were made under ("" none), whether the kind has one,
+    # the findings by result, and how many accounts were asked of the provider.
+    verify: str = ""
+    payee_offered: bool = True
+    payees: Counter[str] = field(default_factory=Counter)
+    asked: int = 0
 
     def add(self, p: PlannedItem) -> None:
         if p.left_unpaid:
             self.left_unpaid += 1
-        if not self.streamed or p.action in LISTED or p.left_unpaid:
+        if not self.streamed or p.action in LISTED or p.left_unpaid \
+                or (p.payee is not None and p.payee.notable):
             self.items.append(p)
+        if p.payee is not None:
+            self.payees[p.payee.result.value] += 1
         if self.streamed:
             self.tally[p.action] += 1
             if p.action == "resume":
@@ -194,7 +219,14 @@ class Plan:
                 "counts": self.counts, "left_unpaid": self.left_unpaid, "stops": self.stops,
                 "shortfall": self.shortfall(),
                 "balances": [n.as_dict() for n in self.needs],
+                **({"payee_checks": self.payee_checks()} if self.verify else {}),
                 "items": [p.as_dict() for p in self.items]}
+
+    def payee_checks(self) -> dict[str, Any]:
+        """The payee checks in short: the policy, the findings by result, the accounts
+        asked of the provider (the others' answers were kept from earlier)."""
+        return {"policy": self.verify, "offered": self.payee_offered,
+                "findings": dict(sorted(self.payees.items())), "asked": self.asked}
 
 
 def who() -> tuple[str, str]:
@@ -216,12 +248,14 @@ def flow_for(job: Job, provider: Provider, state: StateStore,
 
 def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
               quote: bool = False, retry_failed: bool = False,
-              sink: Callable[[PlannedItem], None] | None = None) -> Plan:
+              sink: Callable[[PlannedItem], None] | None = None, verify: str = "off",
+              workers: int | None = None) -> Plan:
     """What a run would do now with every row of ``job`` (see the module's docstring).
 
     With ``sink`` the plan streams: each planned item goes to ``sink`` as it is made (a
     run stages it in the state) and the plan keeps only its counts, its totals and the
-    items a person looks at; memory does not grow with the batch."""
+    items a person looks at; memory does not grow with the batch. ``verify`` (warn, hold)
+    checks the payees, ``workers`` at a time (default: the job's concurrency)."""
     made_by, made_on = who()
     plan = Plan(job.name, job.kind, str(job.path), [], [], Report(str(job.path), job.kind),
                 quoted=quote, retry_failed=retry_failed, on_invalid=job.run.on_invalid,
@@ -230,6 +264,13 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
     found: dict[str, Need] = {}
     pending: list[tuple[ValidItem, Price | None]] = []
+    payees = None
+    if verify != "off":
+        plan.verify = verify
+        payees = PayeeChecks(job.name, kind_named(job.kind).payee, provider, state, verify,
+                             float(job.run.verify_for), flow.policy,
+                             workers or job.run.concurrency, flow.clock)
+        plan.payee_offered = payees.offered
 
     def flush() -> None:
         ids = [v.external_id for v, _ in pending]
@@ -237,8 +278,11 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
                    if retry_failed and flow.retryable(r)]
         owners = state.owners([i for i in ids if i not in known] + retries)
-        for v, price in pending:
-            p = classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
+        planned = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
+                   for v, price in pending]
+        if payees is not None and payees.offered:
+            check(payees, planned)
+        for p in planned:
             p.why = clean(p.why)
             if sink is not None:
                 draw(flow, p, found)
@@ -252,8 +296,14 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         if len(pending) >= CHUNK:
             flush()
 
-    plan.report = validate_job(job, provider, check_balances=False, state=state, keep=keep)
-    flush()
+    try:
+        plan.report = validate_job(job, provider, check_balances=False, state=state,
+                                   keep=keep)
+        flush()
+    finally:
+        if payees is not None:
+            payees.close()
+            plan.asked = payees.asked
     by_row: dict[int, list[str]] = {}
     for problem in plan.report.problems:
         if problem.row is not None:
@@ -278,6 +328,18 @@ def balances(plan: Plan, flow: Flow[Any, Any], provider: Provider,
     quote = kind_named(plan.kind).quote
     plan.fee_samples = estimate_fees(plan.needs, None if quote is None else
                                      lambda valid, namespace: quote(valid, provider, namespace))
+
+
+def check(payees: PayeeChecks, planned: list[PlannedItem]) -> None:
+    """Each item's payee finding; under hold, the items it holds become ``held``."""
+    todo = [p for p in planned if p.verified]
+    findings = payees.findings((p.external_id, p.valid.item) for p in todo if p.valid)
+    for p in todo:
+        p.payee = findings[p.external_id]
+        if payees.holding and p.payee.holds:
+            p.action, p.why = "held", f"payee check: {p.payee.text()}, for " \
+                f"{p.payee.name or 'no name'} ({p.payee.identifier}); fix the row, or " \
+                f"accept the payee (runner resolve --accept-payee)"
 
 
 def _lean(valid: ValidItem) -> ValidItem:

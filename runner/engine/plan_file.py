@@ -69,6 +69,7 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
         "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
         "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
         "balances": [n.as_dict() for n in plan.needs],
+        **({"payee_checks": plan.payee_checks()} if plan.verify else {}),
         "items": [p.as_dict() for p in plan.items]}
 
 

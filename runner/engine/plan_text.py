@@ -1,18 +1,22 @@
 """A plan (``runner.engine.plan``) as a person reads it on a terminal: what `runner plan` and
 `runner run --dry-run` print, and what a terminal shows before the question. Large groups
 (new, resumed, settled) are counted; every item a person may want to look at (in doubt, sent
-again, failed, needing a person, changed, refused, invalid) is listed with why."""
+again, failed, needing a person, changed, held by the payee check, refused, invalid) is
+listed with why; then the payee checks, with every finding but a match by person."""
 
 from __future__ import annotations
 
 from runner.engine.fees import MARGIN
 from runner.engine.funds import Need
 from runner.engine.plan import LISTED, TO_PAY, Plan, PlannedItem
+from runner.payees.checks import LABELS as FINDINGS
+from runner.payees.checks import Result
 
 LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up first)",
           "retry": "to send again (--retry-failed)", "settled": "settled",
           "failed": "failed earlier", "review": "needs a person",
-          "changed": "changed after its payment started", "refused": "refused",
+          "changed": "changed after its payment started",
+          "held": "held by the payee check (needs a person)", "refused": "refused",
           "quote_refused": "refused by the provider (its quotation)", "invalid": "invalid",
           "unplanned": "not to pay in the plan"}
 
@@ -35,10 +39,31 @@ def plan_lines(plan: Plan) -> list[str]:
         lines.append(f"{plan.left_unpaid} row(s) ask another payment than the one made or on "
                      f"its way: not paid again; a new batch needs a new `name` in its job "
                      f"file (the same name is the same batch)")
+    lines += payee_lines(plan)
     if plan.needs:
         lines.append("balances:")
         lines += [f"  {_need(n)}" for n in plan.needs]
     lines.append(closing(plan))
+    return lines
+
+
+def payee_lines(plan: Plan) -> list[str]:
+    """The payee checks: the findings counted, then each but a match (and those held,
+    listed above) by person."""
+    if not plan.verify:
+        return []
+    if not plan.payee_offered:
+        return [f"payee checks ({plan.verify}): no check offered for {plan.kind} items"]
+    found = sum(plan.payees.values())
+    counts = ", ".join(f"{plan.payees[r.value]} {FINDINGS[r]}" for r in Result
+                       if plan.payees.get(r.value))
+    lines = [f"payee checks ({plan.verify}): {found} item(s){': ' + counts if counts else ''}; "
+             f"{plan.asked} account(s) asked of the provider, the others' answers kept from "
+             f"earlier checks"]
+    for p in plan.items:
+        if p.payee is not None and p.payee.notable and p.action != "held":
+            lines.append(f"  {_name(p)} {p.payee.name} ({p.payee.identifier}): "
+                         f"{p.payee.text()}")
     return lines
 
 
@@ -67,8 +92,12 @@ def _steps(plan: Plan, action: str) -> str:
     return " (" + ", ".join(f"{n} at {step}" for step, n in sorted(steps.items())) + ")"
 
 
+def _name(p: PlannedItem) -> str:
+    return f"{p.external_id} (row {p.row})" if p.external_id else f"row {p.row}"
+
+
 def _item(p: PlannedItem) -> str:
-    name = f"{p.external_id} (row {p.row})" if p.external_id else f"row {p.row}"
+    name = _name(p)
     if p.paid_to:
         name += f", {p.paid_to}"
     if p.action == "retry":

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, PrivateAttr, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from runner.errors import FieldProblem
 from runner.job.document import Lines, line_at
@@ -63,6 +71,12 @@ def _at_most(most: str) -> AfterValidator:
 Timeout = Annotated[Duration, _at_most("10m")]
 Wait = Annotated[Duration, _at_most("1d")]
 LongWait = Annotated[Duration, _at_most("7d")]
+KeepFor = Annotated[Duration, _at_most("366d")]
+
+
+def _off_is_false(value: Any) -> Any:
+    """YAML reads an unquoted ``off`` as false: it means off here."""
+    return "off" if value is False else value
 
 
 def _is_loopback(host: str) -> bool:
@@ -199,6 +213,17 @@ class Run(JobModel):
         default=False, description="money moves only through a plan file approved by "
         "someone other than its planner (`runner apply`); `runner run` and `runner confirm` "
         "are refused")
+    verify_payees: Annotated[Literal["off", "warn", "hold"],
+                             BeforeValidator(_off_is_false)] = Field(
+        default="off", description="check each payee with the provider before money moves "
+        "(the account's status, the holder's name against the row's): warn lists what does "
+        "not match; hold also keeps from being paid an item with no match, an account not "
+        "available or a check that failed, until its row is fixed or a person accepts it "
+        "(`runner resolve JOB ID --accept-payee`)")
+    verify_for: KeepFor = Field(
+        default=parse_duration("30d"), description="how long the provider's answer about an "
+        "account is used again (next month's batch asks only about new or changed accounts; "
+        "30d, 12h ...); 0: ask every time; at most 366d")
 
     @model_validator(mode="after")
     def _approved_plans_confirm(self) -> Self:

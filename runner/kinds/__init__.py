@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runner.engine.flow import Flow
     from runner.job.fields import JobModel
     from runner.job.loading import ValidItem
+    from runner.payees.checks import Payee
     from runner.provider import Provider
     from runner.validation.catalogue import Catalogue
 
@@ -78,6 +79,9 @@ class Kind:
     quote: Callable[[ValidItem, Provider, str], Price] | None = None
     # What each balance the batch draws from can give, for the check of the totals.
     funds: Callable[[Provider], dict[str, Decimal]] | None = None
+    # Who an item pays, for the payee check before money moves (runner.payees); None: the
+    # provider offers no such check for this kind.
+    payee: Callable[[Any], Payee] | None = None
 
 
 @functools.cache

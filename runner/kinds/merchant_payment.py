@@ -10,6 +10,7 @@ from decimal import Decimal
 from runner.engine.merchant_payment import MerchantPaymentFlow
 from runner.job.merchant_payment import MerchantPaymentItem
 from runner.kinds import Kind, Problems
+from runner.payees.checks import Payee, full_name
 from runner.validation.catalogue import Catalogue
 from runner.validation.rules import check_merchant_payment
 
@@ -31,6 +32,15 @@ def _amount(item: MerchantPaymentItem, catalogue: Catalogue | None
     return (side.currency, side.amount) if side.amount is not None else None
 
 
+def _payee(item: MerchantPaymentItem) -> Payee:
+    """The consumer and the account debited (debit party verification)."""
+    party = item.consumer.model_dump(exclude_none=True)
+    identifier = item.debit_party_identifier.model_dump(exclude_none=True)
+    identifier.pop("account_type", None)  # not an identifier of the consumer
+    return Payee("merchant_payment", item.payment_method_id, identifier, party,
+                 (full_name(party), party.get("bank_account_holder_name") or ""))
+
+
 KIND = Kind("merchant_payment", MerchantPaymentItem, MerchantPaymentFlow,
             lambda p: p.merchant_payment, "jobs/merchant-payments.yaml", check=_check,
-            wants=_wants, amount=_amount)
+            wants=_wants, amount=_amount, payee=_payee)

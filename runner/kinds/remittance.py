@@ -13,6 +13,7 @@ from runner.engine.remittance import RemittanceFlow
 from runner.job.loading import ValidItem
 from runner.job.money_transfer import RemittanceItem
 from runner.kinds import Kind, Price, Problems
+from runner.payees.checks import Payee, full_name
 from runner.provider import Provider
 from runner.validation.catalogue import Catalogue
 from runner.validation.rules import check_remittance, rate_band, source_estimate
@@ -58,6 +59,14 @@ def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
                  rate_name=_rate_name(valid.item))
 
 
+def _payee(item: RemittanceItem) -> Payee:
+    """The beneficiary and the account credited (credit party verification)."""
+    party = item.beneficiary.model_dump(exclude_none=True)
+    identifier = item.credit_party_identifier.model_dump(exclude_none=True)
+    return Payee("money_transfer", item.payer_id, identifier, party,
+                 (full_name(party), party.get("bank_account_holder_name") or ""))
+
+
 def funds(provider: Provider) -> dict[str, Decimal]:
     """What each source currency can send: the available balance and the credit facility."""
     return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
@@ -66,4 +75,4 @@ def funds(provider: Provider) -> dict[str, Decimal]:
 
 KIND = Kind("remittance", RemittanceItem, RemittanceFlow, lambda p: p.money_transfer,
             "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, rate=_rate,
-            quote=_quote, funds=funds)
+            quote=_quote, funds=funds, payee=_payee)

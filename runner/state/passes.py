@@ -73,10 +73,15 @@ class LocalPasses(LocalWorkers):
 
     def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
         stamp = now_iso()
+        to_pay = "('new', 'resume', 'in_doubt', 'retry')"
         self._run(
-            "INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, "
-            "created_at, updated_at) SELECT external_id, job_name, ?, row, fingerprint, "
-            "summary, ?, ? FROM plan_items WHERE job_name = ? AND action = 'new' ORDER BY row",
+            "INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, "
+            "outcome, error_code, error_message, created_at, updated_at) SELECT external_id, "
+            "job_name, ?, row, fingerprint, summary, payee, CASE WHEN action = 'held' THEN "
+            "'held' ELSE 'pending' END, CASE WHEN action = 'held' THEN 'payee' END, CASE WHEN "
+            "action = 'held' THEN why END, ?, ? FROM plan_items WHERE job_name = ? AND (action "
+            "= 'new' OR (action = 'held' AND NOT EXISTS (SELECT 1 FROM items WHERE "
+            "items.external_id = plan_items.external_id))) ORDER BY row",
             [kind, stamp, stamp, job_name],
             "UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row, "
             "updated_at = ? FROM plan_items WHERE plan_items.job_name = ? AND "
@@ -91,7 +96,19 @@ class LocalPasses(LocalWorkers):
             f"UPDATE items SET changed_to = {_ASKED}, updated_at = ? FROM plan_items WHERE "
             "plan_items.job_name = ? AND plan_items.action IN ('settled', 'changed') AND "
             "items.external_id = plan_items.external_id AND "
-            f"coalesce(items.changed_to, '') <> coalesce({_ASKED}, '')", [stamp, job_name])
+            f"coalesce(items.changed_to, '') <> coalesce({_ASKED}, '')", [stamp, job_name],
+            # The payee check's findings: kept with the items; an item it holds is held
+            # (not once final), one it no longer holds is pending again.
+            "UPDATE items SET payee = plan_items.payee FROM plan_items WHERE "
+            "plan_items.job_name = ? AND plan_items.payee IS NOT NULL AND plan_items.action <> "
+            "'new' AND items.external_id = plan_items.external_id", [job_name],
+            "UPDATE items SET outcome = 'pending', error_code = NULL, error_message = NULL, "
+            "updated_at = ? WHERE outcome = 'held' AND external_id IN (SELECT external_id FROM "
+            f"plan_items WHERE job_name = ? AND action IN {to_pay})", [stamp, job_name],
+            "UPDATE items SET outcome = 'held', error_code = 'payee', error_message = "
+            "plan_items.why, updated_at = ? FROM plan_items WHERE plan_items.job_name = ? AND "
+            "plan_items.action = 'held' AND items.external_id = plan_items.external_id AND "
+            "items.step <> 'final' AND items.intent IS NULL", [stamp, job_name])
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         found: dict[str, Staged] = {}

@@ -22,7 +22,7 @@ from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
 from runner.state.opening import _expected, refuse_missing
-from runner.state.sqlite_schema import MIGRATION_0008
+from runner.state.sqlite_schema import MIGRATION_0008, MIGRATION_0011
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 from runner.state.store import now_iso
 
@@ -91,6 +91,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0010_job_rest_fees": (
         "ALTER TABLE job_rest ADD COLUMN fees text",
     ),
+    "0011_payee_checks": MIGRATION_0011,  # the same statements as SQLite's
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

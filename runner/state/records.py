@@ -19,7 +19,8 @@ from runner.state.history import Approval, derived_ref
 # Provider ids are numbers in the money transfer service (transactions, quotations) and text
 # in the collection service (``PO0000000001``, ``QT0000000001``).
 ProviderId = int | str
-Outcome = Literal["pending", "awaiting_confirm", "settled", "failed", "conflict", "unknown"]
+Outcome = Literal["pending", "awaiting_confirm", "settled", "failed", "conflict", "unknown",
+                  "held"]
 AMOUNTS = ("source_amount", "fee", "destination_amount")
 
 
@@ -93,6 +94,7 @@ class ItemRecord:
     changed_to: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    payee: str | None = None  # the payee check's finding (JSON), when one was made
 
     @property
     def ref(self) -> str:
@@ -199,6 +201,7 @@ class Staged:
     balance: str | None = None
     cost: Decimal | None = None
     why: str = ""
+    payee: str | None = None  # the payee check's finding (JSON)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Staged:
@@ -209,3 +212,34 @@ class Staged:
 
 
 STAGED = tuple(f.name for f in fields(Staged))
+
+
+@dataclass(frozen=True, slots=True)
+class PayeeCheck:
+    """What the provider answered about one account (``runner.payees``): its status, and the
+    names of who holds it (None: not asked, or the payer tells no name), when it answered.
+    ``account`` is a hash of the service, payer and identifier; ``identifier`` the
+    identifier masked, for reading."""
+
+    account: str
+    service: str
+    payer: int
+    identifier: str
+    account_status: str
+    holder: tuple[str, ...] | None
+    checked_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PayeeAcceptance:
+    """A person's acceptance of an item's payee despite its check (``runner resolve
+    --accept-payee``): the account and name accepted, who, where, when and why."""
+
+    job_name: str
+    external_id: str
+    account: str
+    name: str
+    accepted_by: str
+    accepted_on: str
+    accepted_at: str
+    note: str

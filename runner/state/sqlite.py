@@ -14,7 +14,7 @@ pid, heartbeat), ``items`` (one row per external_id, the columns of ``ItemRecord
 ``attempts`` (every call: item, step, a summary of the request, start and end, result, HTTP
 status, provider code and message), ``retries`` (each failed item sent again: the attempt
 that failed and the new external_id), ``approvals`` (who planned and approved an applied
-run).
+run), ``payee_checks`` and ``payee_acceptances`` (``runner.state.payees``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from runner.state.files import private_file, private_folder
 from runner.state.history import RetryRecord
 from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.passes import LocalPasses
+from runner.state.payees import PayeeBook
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord
 from runner.state.runs import RunBook
 from runner.state.sqlite_schema import migrations
@@ -64,7 +65,7 @@ def _update_items(external_id: str, values: Mapping[str, Any], stamp: str | None
 LOCK_WAIT = 10.0
 
 
-class SqliteStore(RunBook, LocalPasses):
+class SqliteStore(RunBook, LocalPasses, PayeeBook):
     """One connection, one lock, one committed transaction per change."""
 
     def __init__(self, path: Path | None) -> None:

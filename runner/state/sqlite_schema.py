@@ -135,3 +135,25 @@ def _rest_fees(db: Database) -> None:
     # The fees estimated for a run's items not quoted yet (runner.engine.fees), kept with
     # what is left to confirm per balance: the windows' funds checks count them.
     db.table("job_rest").add_column("fees", str)
+
+
+@migrations(name="0011_payee_checks")
+def _payees(db: Database) -> None:
+    # Payee checks (runner.payees): what the provider answered for an account (its status
+    # and who holds it), kept per service, payer and identifier (hashed: the masked one is
+    # for reading) to be asked again only after run.verify_for; a person's acceptance of an
+    # item's payee, with who and when; and each item's finding, in the staged plan and in
+    # the item.
+    for sql in MIGRATION_0011:
+        db.execute(sql)
+
+
+MIGRATION_0011 = (
+    "CREATE TABLE payee_checks (account text PRIMARY KEY, service text, payer bigint, "
+    "identifier text, account_status text, holder text, checked_at double precision)",
+    "CREATE TABLE payee_acceptances (job_name text, external_id text, account text, "
+    "name text, accepted_by text, accepted_on text, accepted_at text, note text, "
+    "PRIMARY KEY (job_name, external_id))",
+    "ALTER TABLE items ADD COLUMN payee text",
+    "ALTER TABLE plan_items ADD COLUMN payee text",
+)

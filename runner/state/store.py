@@ -26,6 +26,8 @@ from runner.state.records import (
     AttemptRecord,
     ItemChanges,
     ItemRecord,
+    PayeeAcceptance,
+    PayeeCheck,
     RunRecord,
     Staged,
     WorkLeft,
@@ -209,6 +211,27 @@ class StateStore(ABC):
     def _resolved(self, record: ItemRecord, outcome: str, note: str) -> None:
         """Write ``resolve``'s outcome and its attempt row, in one transaction."""
 
+    # ------------------------------------------------------------ payee checks
+    @abstractmethod
+    def payee_checks(self, accounts: Sequence[str]) -> dict[str, PayeeCheck]:
+        """account -> what the provider last answered about it, for those of ``accounts``
+        it answered about (``runner.payees``)."""
+
+    @abstractmethod
+    def keep_payee_checks(self, checks: Sequence[PayeeCheck]) -> None:
+        """Keep the provider's answers (each replacing the account's earlier one), in one
+        transaction."""
+
+    @abstractmethod
+    def accept_payee(self, acceptance: PayeeAcceptance) -> None:
+        """Record a person's acceptance of an item's payee (replacing an earlier one)."""
+
+    @abstractmethod
+    def payee_acceptances(self, job_name: str, external_ids: Sequence[str]
+                          ) -> dict[str, PayeeAcceptance]:
+        """external_id -> the acceptance of its payee, for those of ``external_ids`` that
+        have one."""
+
     # ------------------------------------------------------------ attempts (rule 2)
     @abstractmethod
     def begin_attempt(self, run_id: int, external_id: str, step: str,
@@ -295,8 +318,11 @@ class StateStore(ABC):
         """Record the staged plan in one transaction, once its checks passed: its new items
         (``action`` new), the rows of resumed items that changed before anything was sent
         for them, the items changed after their payment started (a conflict, with
-        ``conflict`` as its message), and, for the items paid or on their way, what their
-        row asks now when it is not what was paid (``ItemRecord.changed_to``)."""
+        ``conflict`` as its message), for the items paid or on their way, what their row
+        asks now when it is not what was paid (``ItemRecord.changed_to``), and the payee
+        checks' findings: each item's kept with it, an item the check holds (``action``
+        held) recorded ``held`` (with the plan's ``why``) unless it is final or in doubt,
+        and one held before that the plan pays now pending again."""
 
     @abstractmethod
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:

@@ -31,7 +31,7 @@ class SupportsWrite(Protocol):
 COLUMNS = ("external_id", "row", "state", "beneficiary", "identifier", "payer_id", "step",
            "status_code", "status_name", "source_currency", "source_amount", "fee",
            "destination_currency", "destination_amount", "transaction_id", "code", "message",
-           "check", "created_at", "confirmed_at", "final_at")
+           "check", "created_at", "confirmed_at", "final_at", "payee")
 # Amount columns and the currency each is written in (a fee is in the source currency).
 _AMOUNTS = {"source_amount": "source_currency", "fee": "source_currency",
             "destination_amount": "destination_currency"}

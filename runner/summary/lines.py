@@ -24,12 +24,15 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import luhn
+from runner.payees.checks import Finding
 from runner.state import ItemRecord
 
 NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
                             "or the item changed after its payment started",
                 "unknown": "the outcome of a call could not be learnt: check the payment at "
-                           "the provider before anything else"}
+                           "the provider before anything else",
+                "held": "held by the payee check: fix the row, or accept the payee "
+                        "(`runner resolve JOB ID --accept-payee`)"}
 # The outcomes of an item paid or on its way, whose row may ask another payment since.
 CHANGEABLE = ("settled", "pending", "awaiting_confirm")
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
@@ -87,6 +90,7 @@ class ItemLine:
     # What the provider made of it, where ``state`` says more (``changed``: paid or on its
     # way, its row asking another payment since): where its money is.
     outcome: str = ""
+    payee: str = ""  # its payee check's finding, when not a plain match
 
 
 def stage(item: ItemLine) -> str:
@@ -128,7 +132,18 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
         status_name=clean((r.status_message or "") if coded else status),
         created_at=when(r.created_at), confirmed_at=when(confirmed_at),
         final_at=when(r.updated_at) if r.state in ("settled", "failed") else None,
-        outcome=r.outcome)
+        outcome=r.outcome, payee=clean(_payee(r.payee)))
+
+
+def _payee(text: str | None) -> str:
+    """The payee check's finding as a person reads it; '' for none, or a plain match."""
+    if not text:
+        return ""
+    try:
+        finding = Finding.from_json(text)
+    except (ValueError, TypeError, KeyError):
+        return ""
+    return finding.text() if finding.notable else ""
 
 
 def when(text: str | None) -> datetime | None:

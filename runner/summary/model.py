@@ -126,6 +126,11 @@ class Summary:
         return self._tally.left_unpaid
 
     @property
+    def payees(self) -> Listed:
+        """Items whose payee check found anything but a match (paid or not)."""
+        return self._tally.payees
+
+    @property
     def awaiting_confirm(self) -> Listed:
         return self._tally.awaiting_confirm
 
@@ -257,10 +262,14 @@ class Summary:
                          "state": i.state, "details": [asdict(d) for d in i.details]}
                         for i in self.with_details],
             "refused": [{"external_id": e, "why": w} for e, w in self.refused],
+            "payee_findings": [{"external_id": i.external_id, "row": i.row,
+                                "beneficiary": i.beneficiary, "identifier": i.identifier,
+                                "state": i.state, "finding": i.payee} for i in self.payees],
             "notes": self.notes, "csv": self.csv_path, "items": len(self.items),
             "listed": {"limit": self.limit, "failed": len(self.failed),
                        "needs_person": len(self.needs_person), "pending": len(self.pending),
                        "changed": len(self.left_unpaid),
+                       "payee_findings": len(self.payees),
                        "awaiting_confirm": len(self.awaiting_confirm),
                        "details": len(self.with_details)}}
 

@@ -47,7 +47,7 @@ LABELS = _Labels({
     "settled": "paid", "pending": "pending", "awaiting_confirm": "awaiting confirmation",
     "failed": "failed", "refused": "refused", "invalid": "invalid (not sent)",
     "changed": "changed after being paid or sent", "conflict": "conflict",
-    "unknown": "unknown outcome", "in_doubt": "in doubt"})
+    "unknown": "unknown outcome", "in_doubt": "in doubt", "held": "held by the payee check"})
 
 
 @dataclass(frozen=True)

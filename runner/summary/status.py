@@ -10,7 +10,7 @@ from runner.summary.model import ItemLine, Summary
 # are not items of the job in the state: refused ones belong to another job, invalid ones
 # were never sent).
 ORDER = ("settled", "pending", "awaiting_confirm", "failed", "changed", "conflict", "unknown",
-         "in_doubt")
+         "in_doubt", "held")
 NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is the same batch, "
             "whose items are paid once")
 
@@ -46,8 +46,11 @@ def status_lines(summary: Summary) -> list[str]:
               f"answer lost; the next run looks it up before anything"
               for i in summary.needs_person if i.state == "in_doubt"]
     lines += [f"  needs a person {i.external_id} (row {i.row}): {i.check}"
-              for i in summary.needs_person if i.state in ("conflict", "unknown")]
+              for i in summary.needs_person if i.state in ("conflict", "unknown", "held")]
     lines += _more(summary.needs_person.more, "needing a person")
+    lines += [f"  payee check {i.external_id} (row {i.row}) {i.beneficiary} ({i.identifier}): "
+              f"{i.payee}" for i in summary.payees if i.state != "held"]
+    lines += _more(summary.payees.more, "payee findings")
     for external_id, why in summary.refused:
         lines.append(f"  refused {external_id}: {why}")
     if summary.counts.get("refused") and not summary.refused:  # the run's list is not kept

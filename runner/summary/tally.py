@@ -18,11 +18,13 @@ from runner.summary.lines import ItemLine, stage
 from runner.summary.totals import Sums, money_group
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
-          "changed", "conflict", "unknown", "in_doubt")
+          "changed", "conflict", "unknown", "in_doubt", "held")
 # The states that make a run exit 1: an item that did not end well, or may not have (a
-# changed item: its row's new request is left unpaid).
-PROBLEMS = ("failed", "refused", "invalid", "changed", "conflict", "unknown", "in_doubt")
-REVIEW = ("conflict", "unknown", "in_doubt")
+# changed item: its row's new request is left unpaid), or is held by its payee check until
+# a person decides.
+PROBLEMS = ("failed", "refused", "invalid", "changed", "conflict", "unknown", "in_doubt",
+            "held")
+REVIEW = ("conflict", "unknown", "in_doubt", "held")
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
 # How far pending items went, in the order a reader counts them.
@@ -85,7 +87,7 @@ class Tally:
     def __init__(self, limit: int = LIST_LIMIT) -> None:
         self.limit = limit
         self.items, self.failed, self.needs_person, self.pending, self.awaiting_confirm, \
-            self.with_details, self.left_unpaid = (Listed(limit) for _ in range(7))
+            self.with_details, self.left_unpaid, self.payees = (Listed(limit) for _ in range(8))
         self.counts = {k: 0 for k in STATES}
         self.stages = {k: 0 for k in STAGES}  # pending items by ``lines.stage``
         self.unpriced = 0
@@ -102,7 +104,8 @@ class Tally:
                             (self.pending, i.state == "pending"),
                             (self.awaiting_confirm, i.state == "awaiting_confirm"),
                             (self.with_details, bool(i.details)),
-                            (self.left_unpaid, i.state == "changed")):
+                            (self.left_unpaid, i.state == "changed"),
+                            (self.payees, bool(i.payee))):
             if yes:
                 listed.add(i)
         if i.state == "pending":
@@ -121,6 +124,8 @@ class Tally:
                                       str(i.fee), str(i.destination_amount),
                                       str(i.transaction_id), i.code if final else "",
                                       i.message if final else ""]).encode())
+        if i.payee:  # a payee finding (none: the digest a batch had before such checks)
+            self._hash.update(i.payee.encode())
 
     def digest(self, *closing: Any) -> str:
         """The items' digest, then ``closing`` (the run's counts, refusals and notes)."""

@@ -13,7 +13,7 @@ from runner.summary.lines import ItemLine
 # Where an item's money is, by its state: planned = paid + failed + pending + to check.
 MONEY = {"settled": "paid", "failed": "failed", "pending": "pending",
          "awaiting_confirm": "pending", "conflict": "to check", "unknown": "to check",
-         "in_doubt": "to check"}
+         "in_doubt": "to check", "held": "to check"}
 
 
 def money_group(i: ItemLine) -> str | None:
