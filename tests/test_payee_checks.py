@@ -14,6 +14,7 @@ import pytest
 from conftest import KEY, SECRET, Admin
 from engine_support import cli, err_lines, out_lines, outcomes, transactions
 
+from runner.payees.checks import plan_file_lines
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
 
@@ -114,6 +115,18 @@ def test_a_month_under_hold_then_the_next(sb: RunningSandbox, adm: Admin, tmp_pa
             "close_match": 1, "match": 1, "no_match": 1, "not_verifiable": 1,
             "unavailable": 1}}
     assert "9412" in json.dumps(planned) and "+254722999412" not in json.dumps(planned)
+    # What `runner show PLAN` says of them.
+    assert plan_file_lines(planned) == [
+        "payee checks (hold): 1 match, 1 close match, 1 no match, 1 account not available, "
+        "1 not verifiable",
+        "  pay-2026-11-b (row 3) Ada Kamau (msisdn *********9411): close match: the provider "
+        "holds Ada Kamao",
+        "  pay-2026-11-c (row 4) Peter Otieno (msisdn *********9412): no match: the provider "
+        "holds Ines Valderrama [held]",
+        "  pay-2026-11-d (row 5) Awa Diop (msisdn *********9402): account not available "
+        "(UNAVAILABLE) [held]",
+        "  pay-2026-11-e (row 6) Maria Santos (msisdn *********4567): not verifiable: payer 10 "
+        "offers no check"]
 
     # The run pays the match, the close match and the payer with no check; the answers are
     # the plan's, asked again of nobody.

@@ -1,6 +1,7 @@
 """The state store's interface, as every backend must keep it: runs and the lease (rule 6),
 items and who holds an external_id (rule 7), an attempt's intent and outcome committed
-around a call (rule 2), the latest run, the operations sent, and resolving by hand.
+around a call (rule 2), the latest run, the operations sent, resolving by hand, and the payee
+checks' answers, acceptances and held items.
 
 The ``store`` fixture is parametrized by backend (``where``, in conftest): a new backend runs
 these same tests."""
@@ -26,6 +27,7 @@ from runner.state import (
     empty_store,
     open_store,
 )
+from runner.state.records import PayeeAcceptance, PayeeCheck, Staged
 
 JOB = "pay-2026-11"
 
@@ -224,3 +226,54 @@ def test_a_state_that_is_only_read_is_never_made_empty(tmp_path: Path) -> None:
     assert raised.value.exit_code == 2 and not missing.exists()
     with empty_store() as empty:  # what a plan reads before a job's first run
         assert list(empty.items(JOB)) == [] and empty.latest_run(JOB) is None
+
+
+def test_payee_checks_and_acceptances_are_kept_and_replaced(store: StateStore) -> None:
+    first = PayeeCheck("acct-1", "money_transfer", 1, "msisdn ********0200", "AVAILABLE",
+                       ("Wanjiru Kamau",), 1_800_000_000.5)
+    closed = PayeeCheck("acct-2", "money_transfer", 1, "msisdn ********9402", "UNAVAILABLE",
+                        None, 1_800_000_001.0)
+    store.keep_payee_checks([first, closed])
+    assert store.payee_checks(["acct-1", "acct-2", "acct-3"]) == {"acct-1": first,
+                                                                  "acct-2": closed}
+    again = PayeeCheck("acct-1", "money_transfer", 1, "msisdn ********0200", "AVAILABLE",
+                       ("Wanjiru Kamau", "W Kamau"), 1_800_000_100.0)
+    store.keep_payee_checks([again])
+    assert store.payee_checks(["acct-1"]) == {"acct-1": again}
+    accepted = PayeeAcceptance(JOB, "a", "acct-1", "Peter Otieno", "bob", "fin-02",
+                               "2026-11-25T09:14:03Z", "his legal name")
+    store.accept_payee(accepted)
+    store.accept_payee(PayeeAcceptance(JOB, "a", "acct-9", "Peter Otieno", "eve", "fin-03",
+                                       "2026-11-26T09:14:03Z", "another account"))
+    assert store.payee_acceptances(JOB, ["a", "b"])["a"].account == "acct-9"
+    assert store.payee_acceptances("other", ["a"]) == {}
+
+
+def test_a_plan_records_what_its_payee_checks_hold(store: StateStore) -> None:
+    store.insert_items([record("resumed", 2), record("paid", 3)])
+    store.update_item("paid", step="final", outcome="settled")
+    held = '{"result": "no_match"}'
+    store.clear_plan(JOB)
+    store.stage_plan(JOB, [
+        Staged("new-held", 4, "held", "new-held", "f", summary='{"beneficiary": "Jo"}',
+               why="payee check: no match", payee=held),
+        Staged("resumed", 2, "held", "resumed", "f-resumed", why="payee check: no match",
+               payee=held),
+        Staged("paid", 3, "settled", "paid", "f-paid"),
+        Staged("fresh", 5, "new", "fresh", "f", payee='{"result": "match"}')])
+    store.record_plan(JOB, "remittance", "changed")
+    found = {r.external_id: (r.outcome, r.error_code, r.error_message, r.payee)
+             for r in store.items(JOB)}
+    assert found == {
+        "resumed": ("held", "payee", "payee check: no match", held),
+        "paid": ("settled", None, None, None),
+        "new-held": ("held", "payee", "payee check: no match", held),
+        "fresh": ("pending", None, None, '{"result": "match"}')}
+    # The next plan pays the held items (accepted, or their rows fixed): pending again.
+    store.clear_plan(JOB)
+    store.stage_plan(JOB, [Staged("new-held", 4, "resume", "new-held", "f", payee=held),
+                           Staged("resumed", 2, "resume", "resumed", "f-resumed")])
+    store.record_plan(JOB, "remittance", "changed")
+    assert {r.external_id: (r.outcome, r.error_message) for r in store.items(JOB)
+            if r.external_id in ("new-held", "resumed")} == {
+        "new-held": ("pending", None), "resumed": ("pending", None)}

@@ -34,8 +34,8 @@ def _amount(item: MerchantPaymentItem, catalogue: Catalogue | None
 
 def _payee(item: MerchantPaymentItem) -> Payee:
     """The consumer and the account debited (debit party verification)."""
-    party = item.consumer.model_dump(exclude_none=True)
-    identifier = item.debit_party_identifier.model_dump(exclude_none=True)
+    party = {k: v for k, v in item.consumer.model_dump().items() if v}
+    identifier = {k: v for k, v in item.debit_party_identifier.model_dump().items() if v}
     identifier.pop("account_type", None)  # not an identifier of the consumer
     return Payee("merchant_payment", item.payment_method_id, identifier, party,
                  (full_name(party), party.get("bank_account_holder_name") or ""))

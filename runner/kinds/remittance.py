@@ -61,8 +61,8 @@ def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
 
 def _payee(item: RemittanceItem) -> Payee:
     """The beneficiary and the account credited (credit party verification)."""
-    party = item.beneficiary.model_dump(exclude_none=True)
-    identifier = item.credit_party_identifier.model_dump(exclude_none=True)
+    party = {k: v for k, v in item.beneficiary.model_dump().items() if v}
+    identifier = {k: v for k, v in item.credit_party_identifier.model_dump().items() if v}
     return Payee("money_transfer", item.payer_id, identifier, party,
                  (full_name(party), party.get("bank_account_holder_name") or ""))
 

@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -153,9 +153,13 @@ class Finding:
 
     @classmethod
     def from_json(cls, text: str) -> Finding:
-        values = json.loads(text)
-        values["result"] = Result(values["result"])
-        return cls(**values)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Finding:
+        """A finding as ``as_dict`` wrote it (a plan file's item ``payee``, the state's)."""
+        known = {f: values[f] for f in cls.__dataclass_fields__ if f in values}
+        return cls(**{**known, "result": Result(values["result"])})
 
 
 Offer = tuple[list[list[str]], list[list[str]]]  # identifiers verification, information take
@@ -348,9 +352,23 @@ def _iso(stamp: float) -> str:
         "+00:00", "Z")
 
 
-def tally(findings: Sequence[Finding]) -> dict[str, int]:
-    """How many of each result, in the order of ``LABELS``."""
-    counts = {r.value: 0 for r in LABELS}
-    for f in findings:
-        counts[f.result.value] += 1
-    return {k: n for k, n in counts.items() if n}
+def plan_file_lines(document: dict[str, Any]) -> list[str]:
+    """A plan file's payee checks as a person reads them (`runner show PLAN`): the counts,
+    then every finding but a match, by person; [] when the plan checked none."""
+    checks = document.get("payee_checks")
+    if not isinstance(checks, dict):
+        return []
+    if not checks.get("offered", True):
+        return [f"payee checks ({checks.get('policy')}): no check offered"]
+    counts = checks.get("findings") or {}
+    said = ", ".join(f"{counts[r.value]} {LABELS[r]}" for r in Result if counts.get(r.value))
+    lines = [f"payee checks ({checks.get('policy')}): {said or 'none'}"]
+    for item in document.get("items") or []:
+        payee = item.get("payee") if isinstance(item, dict) else None
+        if not isinstance(payee, dict) or payee.get("result") == Result.MATCH.value:
+            continue
+        finding = Finding.from_dict(payee)
+        lines.append(f"  {item.get('external_id')} (row {item.get('row')}) {finding.name} "
+                     f"({finding.identifier}): {finding.text()}"
+                     f"{' [held]' if item.get('action') == 'held' else ''}")
+    return lines

@@ -17,6 +17,7 @@ from runner.state.records import PayeeAcceptance, PayeeCheck
 from runner.state.store import StateStore
 
 CHUNK = 500  # keys in one IN (...) list
+ROWS = 100  # accounts in one INSERT (each a different one: an upsert changes a row once)
 
 
 class PayeeBook(StateStore):
@@ -43,14 +44,20 @@ class PayeeBook(StateStore):
     def keep_payee_checks(self, checks: Sequence[PayeeCheck]) -> None:
         if not checks:
             return
-        self._run(*[x for c in checks for x in (
-            "INSERT INTO payee_checks (account, service, payer, identifier, account_status, "
-            "holder, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account) DO UPDATE "
-            "SET service = excluded.service, payer = excluded.payer, identifier = "
-            "excluded.identifier, account_status = excluded.account_status, holder = "
-            "excluded.holder, checked_at = excluded.checked_at",
-            [c.account, c.service, c.payer, c.identifier, c.account_status,
-             None if c.holder is None else json.dumps(list(c.holder)), c.checked_at])])
+        statements: list[Any] = []
+        for start in range(0, len(checks), ROWS):
+            chunk = checks[start:start + ROWS]
+            statements += [
+                "INSERT INTO payee_checks (account, service, payer, identifier, "
+                "account_status, holder, checked_at) VALUES "
+                f"{', '.join(['(?, ?, ?, ?, ?, ?, ?)'] * len(chunk))} ON CONFLICT (account) "
+                "DO UPDATE SET service = excluded.service, payer = excluded.payer, "
+                "identifier = excluded.identifier, account_status = excluded.account_status, "
+                "holder = excluded.holder, checked_at = excluded.checked_at",
+                [x for c in chunk for x in (
+                    c.account, c.service, c.payer, c.identifier, c.account_status,
+                    None if c.holder is None else json.dumps(list(c.holder)), c.checked_at)]]
+        self._run(*statements)
 
     def accept_payee(self, acceptance: PayeeAcceptance) -> None:
         a = acceptance

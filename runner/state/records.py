@@ -51,6 +51,7 @@ class ItemChanges(TypedDict, total=False):
     summary: str | None
     details: str | None
     changed_to: str | None
+    payee: str | None
 
 
 @dataclass(slots=True)
