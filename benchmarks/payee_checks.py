@@ -56,7 +56,7 @@ items:
     beneficiary: {{firstname: "{{{{ row.first }}}}", lastname: "{{{{ row.last }}}}"}}
 run:
   concurrency: {concurrency}
-  verify_payees: warn
+  verify_payees: "off"        # --verify checks (warn)
 """
 FIRST = ["Wanjiru", "Kofi", "Amina", "Chinedu", "Maria", "Priya", "Juan", "Awa", "Okello"]
 LAST = ["Kamau", "Mensah", "Diop", "Okafor", "Santos", "Sharma", "Dela Cruz", "Nwosu"]
