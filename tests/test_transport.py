@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import KEY, SECRET
-from engine_support import cli, confirmed, outcomes, write_job
+from engine_support import cli, confirmed, err_lines, outcomes, write_job
 from http_servers import Proxy, Script, Scripted, Seen, answer
 from mail_server import Authority
 
@@ -123,6 +123,19 @@ def test_tls_with_a_company_ca_from_ssl_cert_file_or_requests_ca_bundle(
     assert caught.value.exit_code == 78 and caught.value.retry is Retry.UNSAFE
     assert str(caught.value) == ("could not connect: the provider's TLS certificate is not "
                                  "trusted (unable to get local issuer certificate) (GET /ping)")
+
+
+def test_an_untrusted_certificate_ends_a_command_with_exit_78(tmp_path: Path) -> None:
+    """On the command line: one line naming the call, exit 78 (not 75: cron retrying would
+    change nothing), nothing sent."""
+    authority = Authority.make(tmp_path)
+    with Scripted(lambda seen: Script([answer("200 OK", BODY)]), tls=authority.server) as server:
+        job = write_job(tmp_path, server.url)
+        ran = cli("validate", str(job), "--state", str(tmp_path / "s.sqlite"))
+    assert (ran.exit_code, ran.stdout, server.seen) == (78, "", [])
+    assert err_lines(ran) == [
+        "error: could not connect: the provider's TLS certificate is not trusted (unable to "
+        "get local issuer certificate) (GET /v1/money-transfer/payers/1)"]
 
 
 def _subject_hash(der: bytes) -> str:
