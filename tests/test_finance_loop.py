@@ -91,20 +91,22 @@ def test_the_plan_of_a_batch_with_items_in_every_state(
     assert planned.startswith(f"{JOB} (remittance, {job}): 10 row(s); planned ")
     assert (code, out[1:], err) == (0, [
         f"state: {state}",
-        "to pay: 5 item(s)",
+        "to pay: 4 item(s)",
         "  new: 1",
         "  to resume: 1 (1 at created)",
         "  in doubt (looked up first): 1",
         "    pay-a (row 9): the confirm was sent and its answer lost: looked up first",
-        "  to send again (--retry-failed): 2",
+        "  to send again (--retry-failed): 1",
         "    pay-barred (row 3) as pay-barred-f2: 30201 REJECTED-BARRED-BENEFICIARY; changed "
         "since it failed",
-        "    pay-rejected (row 4) as pay-rejected-f2: 30200 REJECTED-INVALID-BENEFICIARY; "
-        "unchanged since it failed",
-        "skipped: 5 item(s)",
+        "skipped: 6 item(s)",
         "  settled: 1",
-        "  failed earlier: 1",
-        "    pay-reversed (row 5): 80000 REVERSED; unchanged since it failed",
+        "  failed earlier: 2",
+        # Refused for good, and unchanged: sent again only with --include-unchanged.
+        "    pay-rejected (row 4): 30200 REJECTED-INVALID-BENEFICIARY; unchanged since it "
+        "failed: not sent again (--include-unchanged sends it as pay-rejected-f2)",
+        "    pay-reversed (row 5): 80000 REVERSED; unchanged since it failed: not sent "
+        "again (--include-unchanged sends it as pay-reversed-f2)",
         "  needs a person: 1",
         "    pay-x (row 6): quotation pay-x at the provider does not match this item",
         "  refused: 1",
@@ -113,9 +115,9 @@ def test_the_plan_of_a_batch_with_items_in_every_state(
         "    row 8: source.amount: not a decimal amount: 'abc'",
         "balances:",
         # pay-a's confirm may have moved its money: it draws on no balance until looked up.
-        "  EUR: 4 item(s), 65.00 + fees 1.50 = 66.50 needed, and the fees not quoted yet "
+        "  EUR: 3 item(s), 40.00 + fees 1.50 = 41.50 needed, and the fees not quoted yet "
         "(--quote asks them); 9,999,969.50 available: covered",
-        "a run would pay 5 item(s): EUR 76.00"], [])
+        "a run would pay 4 item(s): EUR 51.00"], [])
     assert posts(adm) == before  # the plan sent nothing
     # `runner run --dry-run` prints the same plan; JSON says it for machines.
     dry = lines_of("run", str(job), "--state", str(state), "--retry-failed", "--dry-run")
@@ -172,7 +174,8 @@ def test_a_failed_item_is_sent_again_only_when_the_provider_shows_it_unpaid(
     # Since the run, the provider shows pay-barred completed (its customer care did it).
     changed = adm.api.post("/customer-care/transactions/pay-barred", {"status": "70000"})
     assert changed.status_code == 200, changed.text
-    result = cli("run", str(job), "--state", str(state), "--yes", "--retry-failed")
+    result = cli("run", str(job), "--state", str(state), "--yes", "--retry-failed",
+                 "--include-unchanged")  # its row is as it was: sent again only so asked
     assert result.exit_code == 1
     assert "pay-barred: not sent again: the provider shows pay-barred 70000 COMPLETED" in \
         result.stderr

@@ -17,6 +17,7 @@ from engine_support import (
     ROWS,
     cli,
     confirmed,
+    created,
     err_lines,
     eur,
     out_lines,
@@ -173,3 +174,79 @@ def test_a_balance_that_covers_the_amounts_but_not_the_fees_confirms_nobody(
     assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
     assert eur(sb)["balance"] == Decimal("2.00")
     assert lines_of("status", str(job), "--state", str(state))[0] == 0
+
+
+# ---------------------------------------------------------------- reversals and retries
+def test_a_reversal_found_by_reconcile_is_paid_again_and_a_double_payment_is_told(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    # x is refused for good (barred: 30201), y for the moment (payer unavailable: 90400).
+    rows = ROWS.replace("c,1,30.00,+254700000003\n", "x,1,5.00,+254700999301\n"
+                        "y,1,7.00,+254700999309\n")
+    job = write_job(tmp_path, sb, rows)
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[0] == 1
+    # The provider's customer care reverses pay-b after it settled: only reconcile sees it.
+    assert adm.api.post("/customer-care/transactions/pay-b",
+                        {"status": "80000"}).status_code == 200
+    assert lines_of("status", str(job), "--state", str(state))[1][0] == \
+        f"{JOB}: 4 items: 2 settled, 2 failed"
+    code, out, _ = lines_of("reconcile", str(job), "--state", str(state))
+    assert code == 1 and out[-1] == ("  recorded in the state: pay-b (row 3) reversed after "
+                                     "it settled: 80000 REVERSED")
+    failed = ["  failed pay-b (row 3): 80000 REVERSED",
+              "  failed pay-x (row 4): 30201 REJECTED-BARRED-BENEFICIARY",
+              "  failed pay-y (row 5): 90400 DECLINED-PAYER-CURRENTLY-UNAVAILABLE"]
+    assert lines_of("status", str(job), "--state", str(state)) == (1, [
+        f"{JOB}: 4 items: 1 settled, 3 failed", "  EUR: sent 10.00, fees 1.50", *failed], [])
+    report = json.loads(cli("report", str(job), "--state", str(state), "--format",
+                            "json").stdout)
+    assert report["failed"][0]["check"] == (
+        "reversed after it was paid: the money came back; fix its row, then `runner run "
+        "--retry-failed` pays it again under a new external_id")
+    assert csv_rows(job, state)["pay-b"]["status_code"] == "80000"
+    # --retry-failed sends again what may pass unchanged (y), not what was refused for good
+    # and is unchanged (b reversed, x barred): the plan says so.
+    plan = lines_of("plan", str(job), "--state", str(state), "--retry-failed")[1]
+    assert [line for line in plan if line.startswith("    pay-")] == [
+        "    pay-y (row 5) as pay-y-f2: 90400 DECLINED-PAYER-CURRENTLY-UNAVAILABLE; unchanged "
+        "since it failed",
+        "    pay-b (row 3): 80000 REVERSED; unchanged since it failed: not sent again "
+        "(--include-unchanged sends it as pay-b-f2)",
+        "    pay-x (row 4): 30201 REJECTED-BARRED-BENEFICIARY; unchanged since it failed: not "
+        "sent again (--include-unchanged sends it as pay-x-f2)"]
+    assert lines_of("run", str(job), "--state", str(state), "--yes", "--retry-failed")[0] == 1
+    # b's row fixed (a new account): paid again under pay-b-f2 (and y tried again, -f3).
+    (tmp_path / "rows.csv").write_text(HEADER + rows.replace("+254700000002", "+254700000022"))
+    assert lines_of("run", str(job), "--state", str(state), "--yes", "--retry-failed")[1][:2] \
+        == [f"{JOB}: 4 items: 2 settled, 2 failed", "  EUR: sent 30.00, fees 3.00"]
+    # --include-unchanged sends x again too (refused again, as it is), and y (-f4).
+    assert lines_of("run", str(job), "--state", str(state), "--yes", "--retry-failed",
+                    "--include-unchanged")[0] == 1
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-b-f2": 1, "pay-y": 1, "pay-y-f2": 1,
+                             "pay-y-f3": 1, "pay-y-f4": 1}
+    assert sorted(e for e in created(sb) if e.startswith("pay-x")) == ["pay-x", "pay-x-f2"]
+    # The provider's customer care puts the reversed pay-b back to completed: paid twice.
+    assert adm.api.post("/customer-care/transactions/pay-b",
+                        {"status": "70000"}).status_code == 200
+    code, out, _ = lines_of("reconcile", str(job), "--state", str(state))
+    assert code == 1 and out[-1] == (
+        "  recorded in the state: pay-b (row 3): its earlier attempt pay-b was paid after all "
+        "(EUR 20.00), beside pay-b-f2")
+    twice = [f"{JOB}: 4 items: 1 settled, 2 failed, 1 paid twice",
+             "  EUR: sent 50.00, fees 4.50, paid twice 20.00",
+             "  failed pay-x (row 4): 30201 REJECTED-BARRED-BENEFICIARY",
+             "  failed pay-y (row 5): 90400 DECLINED-PAYER-CURRENTLY-UNAVAILABLE",
+             "  paid twice pay-b (row 3), Jo Doe (EUR 20.00 paid): paid twice: the provider "
+             "shows the earlier attempt pay-b (EUR 20.00, status 70000) paid after all, beside "
+             "pay-b-f2: ask the beneficiary, or the provider's customer care, for one payment "
+             "back"]
+    assert lines_of("status", str(job), "--state", str(state)) == (1, twice, [])
+    report = json.loads(cli("report", str(job), "--state", str(state), "--format",
+                            "json").stdout, parse_float=Decimal)
+    assert report["headline"] == (f"{JOB}: 2 paid (EUR 30.00), 2 failed (EUR 12.00), 1 paid "
+                                  f"twice (EUR 20.00)")
+    assert (report["totals"][0]["sent"], report["totals"][0]["paid_twice"]) == (
+        Decimal("50.00"), Decimal("20.00"))
+    assert csv_rows(job, state)["pay-b"]["state"] == "paid_twice"
+    # Recorded once: a second reconcile agrees with the state, which still tells it.
+    assert lines_of("reconcile", str(job), "--state", str(state))[0] == 0
+    assert lines_of("status", str(job), "--state", str(state)) == (1, twice, [])

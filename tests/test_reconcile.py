@@ -1,6 +1,7 @@
-"""`runner reconcile`: the state against the provider's own records, reading only. A
+"""`runner reconcile`: the state against the provider's own records, sending nothing. A
 difference is planted at the sandbox through its admin API (its customer care reverses a
-payment) and a payment the state does not hold is made there; reconcile finds both."""
+payment) and a payment the state does not hold is made there; reconcile finds both, and
+records the reversal in the state."""
 
 from __future__ import annotations
 
@@ -52,17 +53,19 @@ def test_reconcile_finds_a_difference_planted_at_the_provider(
         f"  pay-z (row 5): unknown to the state: the state says nothing made, the provider "
         f"10000 (id {made['id']})",
         "  EUR: 3 settled item(s): 64.50 in the state, 43.00 in the provider's records: "
-        "DIFFER"], [])
+        "DIFFER",
+        "  recorded in the state: pay-b (row 3) reversed after it settled: 80000 REVERSED"],
+        [])
+    # The reversal is the state's from now on: pay-b agrees, the totals too; pay-z is still
+    # unknown to the state (reconcile makes nothing).
     csv = cli("reconcile", str(job), "--state", str(state), "--format", "csv")
     assert csv.exit_code == 1 and csv.stdout.splitlines() == [
         "external_id,row,ref,what,state,provider",
-        "pay-b,3,pay-b,status,70000,80000",
-        f"pay-z,5,pay-z,unknown to the state,nothing made,10000 (id {made['id']})",
-        "EUR,,,total,64.50,43.00"]
+        f"pay-z,5,pay-z,unknown to the state,nothing made,10000 (id {made['id']})"]
     as_json = json.loads(cli("reconcile", str(job), "--state", str(state), "--format",
                              "json").stdout)
-    assert (as_json["ok"], len(as_json["differences"])) == (False, 3)
-    assert posts(adm) == sent  # reconcile only reads
+    assert (as_json["ok"], len(as_json["differences"]), as_json["recorded"]) == (False, 1, [])
+    assert posts(adm) == sent  # reconcile sends nothing
 
 
 def test_reconcile_reads_while_a_run_holds_the_lease(

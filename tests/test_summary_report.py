@@ -95,9 +95,10 @@ def test_json(ran: tuple[Path, Path]) -> None:
     assert document["totals"] == [
         {"currency": "EUR", "sent": Decimal("350.50"), "fees": Decimal("3.00"),
          "received": 0, "planned": Decimal("430.50"), "failed": Decimal("80.00"),
-         "pending": 0, "to_check": 0, "not_paid": Decimal("80.00")},
+         "pending": 0, "to_check": 0, "not_paid": Decimal("80.00"),
+         "paid_twice": 0},
         {"currency": "KES", "sent": 0, "fees": None, "received": 49158, "planned": 0,
-         "failed": 0, "pending": 0, "to_check": 0, "not_paid": 0}]
+         "failed": 0, "pending": 0, "to_check": 0, "not_paid": 0, "paid_twice": 0}]
     assert document["rates"] == [
         {"source": "EUR", "destination": "KES", "sent": Decimal("350.50"),
          "received": 49158, "items": 2, "rate": Decimal("140.2511")}]

@@ -75,7 +75,10 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation
     hold are looked up too, and each settled currency's total is compared with the
     provider's records of the same items. Lists every difference (unknown to the state,
     missing at the provider, a status or amount that differs); exits 0 when all agree, 1
-    otherwise. Safe at any time, also while a run is going on.
+    otherwise. Sends nothing but reads; what changes the batch (a payment reversed after
+    it settled, an earlier attempt paid after all beside its retry) is recorded in the
+    state, for status, the summary and exit codes to say. Safe at any time, also while a
+    run is going on.
 
     \b
     Example:

@@ -12,7 +12,14 @@ import click
 import simplejson
 
 from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
-from runner.cli.run import FORMAT, QUOTE, RETRY_FAILED, _execute, run_options
+from runner.cli.run import (
+    FORMAT,
+    INCLUDE_UNCHANGED,
+    QUOTE,
+    RETRY_FAILED,
+    _execute,
+    run_options,
+)
 from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
@@ -34,7 +41,8 @@ def _store(path: StateLocation, keep: bool) -> tuple[StateStore, bool]:
 
 
 def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
-              fmt: str, output: Path | None, verify: bool = False) -> int:
+              fmt: str, output: Path | None, verify: bool = False, *,
+              include_unchanged: bool = False) -> int:
     """Print (and with ``output`` write) the plan of ``job``; the exit code a run would
     have before sending anything: 2 invalid items stop it, 4 the balances are short.
     Payees are checked under the job's ``run.verify_payees``, or with ``verify`` (warn)
@@ -58,8 +66,8 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
         streams = output is None and fmt == "text" and not quote
         plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
                          quote=quote, retry_failed=retry_failed,
-                         sink=_drop if streams else None,
-                         verify=policy)
+                         include_unchanged=include_unchanged,
+                         sink=_drop if streams else None, verify=policy)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
         sha256 = write_plan(document(plan, loaded, location_text(path)), output)
@@ -81,6 +89,7 @@ def _drop(planned: Any) -> None:
 @click.argument("job", type=click.Path(dir_okay=False, path_type=Path))
 @QUOTE
 @RETRY_FAILED
+@INCLUDE_UNCHANGED
 @FORMAT
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the plan file that `runner apply` pays.")
@@ -90,8 +99,8 @@ def _drop(planned: Any) -> None:
                    "run.verify_payees checks without it.")
 @state_option
 @reports_errors
-def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | None,
-         verify: bool, state: StateLocation | None) -> None:
+def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fmt: str,
+         output: Path | None, verify: bool, state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
     Sends nothing (but quotations in a dryrun- namespace, never confirmed: --quote's, and,
@@ -109,7 +118,10 @@ def plan(job: Path, quote: bool, retry_failed: bool, fmt: str, output: Path | No
       runner plan jobs/payroll.yaml --quote -o payroll.plan.json
       runner plan jobs/payroll.yaml --verify
     """
-    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify))
+    if include_unchanged and not retry_failed:
+        raise click.UsageError("--include-unchanged goes with --retry-failed")
+    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify,
+                       include_unchanged=include_unchanged))
 
 
 @click.command()

@@ -217,7 +217,8 @@ def colour() -> bool | None:
 
 
 _STYLES = (("  failed", "red"), ("  in doubt", "magenta"), ("  needs a person", "magenta"),
-           ("  refused", "red"), ("  invalid", "red"))
+           ("  refused", "red"), ("  invalid", "red"), ("  changed", "red"),
+           ("  paid twice", "magenta"), ("  stopped", "yellow"))
 
 
 def echo_status(lines: Iterable[str]) -> None:

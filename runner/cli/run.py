@@ -40,7 +40,13 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), de
 RETRY_FAILED = click.option(
     "--retry-failed", is_flag=True,
     help="Send again the items that ended failed at the provider with nothing paid (a final "
-         "rejection or decline), under a new external_id (-f2, -f3 ...).")
+         "rejection or decline, a payment reversed), under a new external_id (-f2, -f3 ...): "
+         "those whose row changed since, or whose refusal was of the moment (the payer "
+         "unavailable, a balance or limit).")
+INCLUDE_UNCHANGED = click.option(
+    "--include-unchanged", is_flag=True,
+    help="With --retry-failed: also send again the items refused for good whose row is "
+         "unchanged since.")
 
 
 @click.command()
@@ -99,7 +105,8 @@ def _logging(quiet: bool, verbose: bool) -> None:
 
 def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
-             retry_failed: bool = False, applied: AppliedPlan | None = None) -> None:
+             retry_failed: bool = False, applied: AppliedPlan | None = None,
+             include_unchanged: bool = False) -> None:
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.approvals import require_plan
@@ -118,7 +125,8 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     options = RunOptions(cast(Path, state_path), concurrency=concurrency,
                          allow_partial=allow_partial,
                          confirm=True if confirm_only else None, confirm_only=confirm_only,
-                         retry_failed=retry_failed, applied=applied)
+                         retry_failed=retry_failed, include_unchanged=include_unchanged,
+                         applied=applied)
     if tty and not yes:
         options.ask = _ask
     progress = progress_for(sys.stderr.isatty(), quiet)
@@ -212,11 +220,12 @@ def run_options(f: F) -> F:
 @QUOTE
 @FORMAT
 @RETRY_FAILED
+@INCLUDE_UNCHANGED
 @run_options
 @reports_errors
 def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
-        state: StateLocation | None, concurrency: int | None, yes: bool, allow_partial: bool,
-        quiet: bool, verbose: bool) -> None:
+        include_unchanged: bool, state: StateLocation | None, concurrency: int | None,
+        yes: bool, allow_partial: bool, quiet: bool, verbose: bool) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
@@ -232,14 +241,17 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
       runner run jobs/payroll.yaml --yes
       runner run jobs/payroll.yaml --retry-failed --dry-run
     """
+    if include_unchanged and not retry_failed:
+        raise click.UsageError("--include-unchanged goes with --retry-failed")
     if dry_run:
         from runner.cli.plan import show_plan
 
-        sys.exit(show_plan(job, state, quote, retry_failed, fmt, None))
+        sys.exit(show_plan(job, state, quote, retry_failed, fmt, None,
+                           include_unchanged=include_unchanged))
     if quote or fmt != "text":
         raise click.UsageError("--quote and --format go with --dry-run")
     _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
-             retry_failed=retry_failed)
+             retry_failed=retry_failed, include_unchanged=include_unchanged)
 
 
 @click.command()

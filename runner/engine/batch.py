@@ -83,6 +83,7 @@ class RunOptions:
     confirm_only: bool = False  # `runner confirm`: no new quotations or transactions
     allow_partial: bool = False
     retry_failed: bool = False  # send failed items again under a new external_id
+    include_unchanged: bool = False  # and those refused for good whose row is unchanged
     applied: AppliedPlan | None = None  # `runner apply`: pay what this plan lists, or refuse
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
@@ -218,7 +219,8 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
     if not state.shared:
         alone = _plan(job, provider, options, flow, run_id, digest)
         return alone[0], alone[1], f"run{run_id}"
-    flags = f"{digest}:{options.retry_failed}:{options.confirm_only}:" \
+    flags = f"{digest}:{options.retry_failed}:{options.include_unchanged}:" \
+            f"{options.confirm_only}:" \
             f"{options.applied.sha256 if options.applied else ''}"
     plan: Plan | None = None
     stopped: Ending | None = None
@@ -248,10 +250,13 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     verify, workers = job.run.verify_payees, options.concurrency or job.run.concurrency
     if options.applied is None:
         plan = make_plan(job, provider, state, flow, retry_failed=options.retry_failed,
-                         sink=stager, verify=verify, workers=workers)
+                         include_unchanged=options.include_unchanged, sink=stager,
+                         verify=verify, workers=workers)
     else:
         plan = make_plan(job, provider, state, flow,
                          retry_failed=bool(options.applied.document.get("retry_failed")),
+                         include_unchanged=bool(
+                             options.applied.document.get("include_unchanged")),
                          verify=verify, workers=workers)
         reasons = compare(options.applied.document, plan, job)
         if reasons:

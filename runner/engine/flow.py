@@ -304,8 +304,22 @@ class Flow(Generic[ItemT, ClientT]):
 
     def retryable(self, record: ItemRecord) -> bool:
         """True when the item ended failed at the provider with nothing paid (a final
-        rejection or decline): ``--retry-failed`` may pay it under a new external_id."""
+        rejection or decline, a payment reversed): ``--retry-failed`` may pay it under a new
+        external_id."""
         return False
+
+    def transient(self, record: ItemRecord) -> bool:
+        """True when the provider's refusal of a failed item may pass as the item is (the
+        payer unavailable, a balance or a limit of the moment): ``--retry-failed`` sends it
+        again unchanged. Any other refusal is sent again only once its row changed, or with
+        ``--include-unchanged``."""
+        return False
+
+    def outcome_of(self, held: ItemChanges) -> str | None:
+        """What a provider record (``found``'s) says of the money: ``settled``, ``failed``
+        (final, nothing paid or the money given back), or None (on its way, or this kind
+        cannot say), for `runner reconcile` to record."""
+        return None
 
     def unpaid(self, record: ItemRecord, ref: str | None = None) -> str | None:
         """Look ``ref`` (the item's current attempt when None) up: None when the provider

@@ -121,6 +121,7 @@ class Plan:
     report: Report
     quoted: bool = False
     retry_failed: bool = False
+    include_unchanged: bool = False  # with retry_failed: unchanged refusals sent again too
     on_invalid: str = "stop"
     made_by: str = ""
     made_on: str = ""
@@ -214,7 +215,8 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "file": self.file, "state": self.state,
                 "quoted": self.quoted,
-                "retry_failed": self.retry_failed, "made_by": self.made_by,
+                "retry_failed": self.retry_failed,
+                "include_unchanged": self.include_unchanged, "made_by": self.made_by,
                 "made_on": self.made_on, "made_at": _iso(self.made_at),
                 "counts": self.counts, "left_unpaid": self.left_unpaid, "stops": self.stops,
                 "shortfall": self.shortfall(),
@@ -248,6 +250,7 @@ def flow_for(job: Job, provider: Provider, state: StateStore,
 
 def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
               quote: bool = False, retry_failed: bool = False,
+              include_unchanged: bool = False,
               sink: Callable[[PlannedItem], None] | None = None, verify: str = "off",
               workers: int | None = None) -> Plan:
     """What a run would do now with every row of ``job`` (see the module's docstring).
@@ -258,7 +261,9 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     checks the payees, ``workers`` at a time (default: the job's concurrency)."""
     made_by, made_on = who()
     plan = Plan(job.name, job.kind, str(job.path), [], [], Report(str(job.path), job.kind),
-                quoted=quote, retry_failed=retry_failed, on_invalid=job.run.on_invalid,
+                quoted=quote, retry_failed=retry_failed,
+                include_unchanged=retry_failed and include_unchanged,
+                on_invalid=job.run.on_invalid,
                 made_by=made_by, made_on=made_on, state=state.location,
                 streamed=sink is not None)
     clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
@@ -278,8 +283,8 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         retries = [derived_ref(r.external_id, r.lineage + 1) for r in known.values()
                    if retry_failed and flow.retryable(r)]
         owners = state.owners([i for i in ids if i not in known] + retries)
-        planned = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed)
-                   for v, price in pending]
+        planned = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed,
+                            plan.include_unchanged) for v, price in pending]
         if payees is not None and payees.offered:
             check(payees, planned)
         for p in planned:
@@ -349,7 +354,8 @@ def _lean(valid: ValidItem) -> ValidItem:
 
 
 def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
-             owners: dict[str, str], flow: Flow[Any, Any], retry_failed: bool) -> PlannedItem:
+             owners: dict[str, str], flow: Flow[Any, Any], retry_failed: bool,
+             include_unchanged: bool = False) -> PlannedItem:
     """What a run does with one valid item, given its state record (None: new to the state)
     and who holds the external_ids concerned (rule 7)."""
     request = fingerprint(flow.fingerprinted(valid.item))
@@ -368,7 +374,8 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
                         else "")
     failure = " ".join(x for x in (record.error_code, record.error_message) if x)
     if record.step == "final":
-        p.action, p.why = _final(record, failure, owners, flow, retry_failed)
+        p.action, p.why = _final(record, failure, owners, flow, retry_failed,
+                                 include_unchanged, p.changed)
         if p.action == "retry":
             p.ref, p.step, p.price = derived_ref(record.external_id, record.lineage + 1), "new", \
                 price
@@ -388,20 +395,33 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
 
 
 def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[Any, Any],
-           retry_failed: bool) -> tuple[str, str]:
+           retry_failed: bool, include_unchanged: bool, changed: bool) -> tuple[str, str]:
+    """The action and why of a final item. A failed one is sent again (``--retry-failed``)
+    when the provider may pay it: its row changed, or its refusal was of the moment
+    (``Flow.transient``); an unchanged one refused for good only with
+    ``--include-unchanged``."""
+    since = "changed since it failed" if changed else "unchanged since it failed"
     if record.outcome == "settled":
         return "settled", ""
+    if record.outcome == "failed" and record.paid_before:
+        return "settled", f"paid by its earlier attempt {record.paid_before[0].ref} (found " \
+                          f"by reconcile); not paid again"
     if record.outcome != "failed":
         return "review", record.error_message or record.outcome
     if not flow.retryable(record):
-        return "failed", failure
+        return "failed", f"{failure}; {since}"
     following = derived_ref(record.external_id, record.lineage + 1)
     if following in owners:
         return "failed", (f"{failure}; not sent again: {following} is held by job "
-                          f"{owners[following]}")
+                          f"{owners[following]}; {since}")
+    again = changed or flow.transient(record)
     if not retry_failed:
-        return "failed", f"{failure}; --retry-failed sends it again as {following}"
-    return "retry", failure
+        how = "--retry-failed" if again else "--retry-failed --include-unchanged"
+        return "failed", f"{failure}; {how} sends it again as {following}; {since}"
+    if not again and not include_unchanged:
+        return "failed", (f"{failure}; {since}: not sent again (--include-unchanged sends it "
+                          f"as {following})")
+    return "retry", f"{failure}; {since}"
 
 
 def _quote(job: Job, provider: Provider, plan: Plan) -> None:

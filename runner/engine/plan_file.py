@@ -66,6 +66,7 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
         "planned_by": {"user": plan.made_by, "host": plan.made_on},
         "planned_at": _iso(plan.made_at), "valid_until": _iso(valid_until),
         "quoted": plan.quoted, "retry_failed": plan.retry_failed,
+        "include_unchanged": plan.include_unchanged,
         "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
         "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
         "balances": [n.as_dict() for n in plan.needs],

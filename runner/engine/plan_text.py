@@ -105,9 +105,7 @@ def _item(p: PlannedItem) -> str:
     why = p.why
     if p.action == "quote_refused":
         why = f"{p.code} {p.why}; not paid"
-    elif p.action in ("retry", "failed"):
-        why += "; changed since it failed" if p.changed else "; unchanged since it failed"
-    elif p.action == "settled":
+    elif p.action == "settled" and p.left_unpaid:
         why = "changed since it was paid: not paid again"
     return f"{name}: {why}" if why else name
 

@@ -30,9 +30,12 @@ from runner.provider.quoted import QuotedServiceClient
 from runner.state import ItemChanges, ItemRecord
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
-# REJECTED and DECLINED: final, and nothing was paid (a cancellation is customer care's
-# decision, a reversal took money back after paying: neither is sent again by runner).
-UNPAID_CLASSES = {"3", "9"}
+# REJECTED, DECLINED and REVERSED: final, and nothing paid or the money given back, so a
+# fixed row may be paid again (a cancellation is customer care's decision: never sent again).
+UNPAID_CLASSES = {"3", "8", "9"}
+# Refusals of the moment, which may pass as the item is: the payer unavailable, a balance
+# short (ours, or the consumer's), a time or period limit reached.
+TRANSIENT = {"30400", "90400", "30500", "90273", "90270", "90331", "90332", "90333", "90334"}
 CREATED = "10000"
 
 ClientT = TypeVar("ClientT", bound=QuotedServiceClient)
@@ -223,7 +226,16 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     # ------------------------------------------------------------ retries, reconciliation
     def retryable(self, record: ItemRecord) -> bool:
         return (record.step == "final" and record.outcome == "failed"
-                and record.status_class in UNPAID_CLASSES)
+                and record.status_class in UNPAID_CLASSES and not record.earlier_paid)
+
+    def transient(self, record: ItemRecord) -> bool:
+        return record.status in TRANSIENT
+
+    def outcome_of(self, held: ItemChanges) -> str | None:
+        klass = str(held.get("status_class"))
+        if klass == "7":
+            return "settled"
+        return "failed" if klass in FINAL_CLASSES else None
 
     def unpaid(self, record: ItemRecord, ref: str | None = None) -> str | None:
         ref = ref or record.ref
@@ -240,7 +252,8 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         if obj is None:
             return None
         return {**self.quoted(obj), "transaction_id": obj["id"], "status": obj["status"],
-                "status_class": str(obj["status_class"])}
+                "status_class": str(obj["status_class"]),
+                "status_message": obj.get("status_message")}
 
     def _confirmed_or_none(self, ref: str) -> Any | None:
         """A lost confirm is resolved by the object's status: still CREATED means the

@@ -9,14 +9,24 @@ currency, the settled items' total in the state against the same items' total in
 provider's records (those still showing the state's status: a payment reversed since is not
 counted), and where the service keeps statements (the accounts of payouts and transfers),
 against the debits the batch's requests booked there. A kind the provider cannot find by
-external_id says what was compared instead (``NoLookup``). Nothing is written and nothing
-is POSTed: safe at any time, also while a run is going on.
+external_id says what was compared instead (``NoLookup``). Nothing is POSTed: safe at any
+time, also while a run is going on.
+
+What it finds that changes what the batch is, it records in the state (and only there), so
+that `runner status`, the summary and the exit codes say it: a final item whose money the
+provider now shows otherwise (a payment reversed after it settled: failed, and ``--retry-
+failed`` pays it again once its row is fixed; one failed that the provider shows paid:
+settled), and an earlier attempt paid after all beside its retry (``earlier_paid``: a
+double payment, its amount in the totals). Each is written with an attempt row (step
+``reconcile``) and only while the item is still as it was read (``StateStore.note_found``):
+a run that moved it on since wins.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -26,7 +36,14 @@ from typing import Any
 from runner.engine.flow import Flow
 from runner.errors import ItemInDoubt, NoLookup
 from runner.job import Job, ValidItem, iter_items
-from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore
+from runner.state import (
+    EarlierPaid,
+    ItemChanges,
+    ItemRecord,
+    RetryRecord,
+    StateStore,
+    now_iso,
+)
 from runner.summary.items_csv import csv_cell
 from runner.summary.model import Scrubber
 
@@ -84,6 +101,7 @@ class Reconciliation:
     differences: list[Difference] = field(default_factory=list)
     totals: list[Total] = field(default_factory=list)
     booked: list[Booked] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)  # what was written to the state
 
     @property
     def ok(self) -> bool:
@@ -103,6 +121,7 @@ class Reconciliation:
             agree = "agree" if b.state == b.statement else "DIFFER"
             lines.append(f"  {b.balance}: {b.state:,} in the state, {b.statement:,} debited "
                          f"on the account's statement: {agree}")
+        lines += [f"  recorded in the state: {what}" for what in self.recorded]
         return lines
 
     def as_dict(self) -> dict[str, Any]:
@@ -111,7 +130,8 @@ class Reconciliation:
                 "totals": [{**asdict(t), "state": str(t.state), "provider": str(t.provider)}
                            for t in self.totals],
                 "booked": [{"balance": b.balance, "state": str(b.state),
-                            "statement": str(b.statement)} for b in self.booked]}
+                            "statement": str(b.statement)} for b in self.booked],
+                "recorded": self.recorded}
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -137,10 +157,11 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     result = Reconciliation(job.name, job.kind)
 
     def one(record: ItemRecord) -> tuple[ItemChanges | None, list[Difference]]:
-        return _compare(flow, record, earlier.get(record.external_id, []))
+        return _compare(flow, record, earlier.get(record.external_id, []), result.recorded)
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reconcile") as pool:
         found = list(pool.map(one, [*records, *stubs]))
+    result.recorded.sort()  # written by the pool's threads as they came
     sums: dict[str, list[Any]] = {}
     for record, (held, differences) in zip([*records, *stubs], found, strict=True):
         result.compared += 1
@@ -171,8 +192,8 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     return result
 
 
-def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord]
-             ) -> tuple[ItemChanges | None, list[Difference]]:
+def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord],
+             recorded: list[str]) -> tuple[ItemChanges | None, list[Difference]]:
     def differs(what: str, state: Any, provider: Any, ref: str = record.ref) -> Difference:
         return Difference(record.external_id, record.row, ref, what, _shown(state),
                           _shown(provider))
@@ -193,15 +214,61 @@ def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord
     elif held is not None:
         found += [differs(name, getattr(record, name), shown[name]) for name in COMPARED
                   if name in shown and not _same(getattr(record, name), shown[name])]
+        _note_final(flow, record, held, recorded)
+    known = {e.ref for e in record.paid_before}  # paid after all, and recorded so already
     for retry in retries:
+        if retry.previous_ref in known:
+            continue
         try:
             paid = flow.unpaid(record, retry.previous_ref)
+            if paid is not None:
+                _note_earlier(flow, record, retry, recorded)
         except (NoLookup, ItemInDoubt) as exc:
             paid = str(exc)
         if paid is not None:
             found.append(differs("earlier attempt", f"{retry.previous_status} (not paid; "
                                  f"sent again as {retry.ref})", paid, retry.previous_ref))
     return held, found
+
+
+def _note_final(flow: Flow[Any, Any], record: ItemRecord, held: ItemChanges,
+                recorded: list[str]) -> None:
+    """A final item whose money the provider shows otherwise now (reversed after it
+    settled, or paid after it failed): the state says so from now on."""
+    now = flow.outcome_of(held)
+    if record.step != "final" or record.intent or now is None or now == record.outcome or \
+            record.outcome not in ("settled", "failed"):
+        return
+    status, message = held.get("status"), held.get("status_message")
+    changes: ItemChanges = {"outcome": "settled" if now == "settled" else "failed",
+                            "status": status, "status_class": held.get("status_class"),
+                            "status_message": message,
+                            "error_code": None if now == "settled" else status,
+                            "error_message": None if now == "settled" else message}
+    what = "reversed after it settled" if now == "failed" else "paid after it failed"
+    note = f"{record.ref}: {what}: the provider shows {status} {message or ''}".strip()
+    if flow.state.note_found(record, note, **changes):
+        recorded.append(f"{record.external_id} (row {record.row}) {what}: {status} "
+                        f"{message or ''}".rstrip())
+
+
+def _note_earlier(flow: Flow[Any, Any], record: ItemRecord, retry: RetryRecord,
+                  recorded: list[str]) -> None:
+    """An earlier attempt the provider shows paid after all (settled): recorded on the item,
+    a double payment while its current attempt is paid too."""
+    held = flow.found(record, retry.previous_ref)
+    if held is None or flow.outcome_of(held) != "settled":
+        return
+    paid = EarlierPaid(retry.previous_ref, str(held.get("status")),
+                       str(held.get("source_currency") or record.source_currency or ""),
+                       str(held.get("source_amount")),
+                       None if held.get("fee") is None else str(held.get("fee")), now_iso())
+    earlier = json.dumps([asdict(e) for e in [*record.paid_before, paid]])
+    note = f"{retry.previous_ref}: paid after all, beside {record.ref}"
+    if flow.state.note_found(record, note, earlier_paid=earlier):
+        recorded.append(f"{record.external_id} (row {record.row}): its earlier attempt "
+                        f"{retry.previous_ref} was paid after all ({paid.currency} "
+                        f"{paid.amount}), beside {record.ref}")
 
 
 def _valid(job: Job) -> Iterator[ValidItem]:

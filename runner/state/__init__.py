@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from runner.errors import StateMissing
-from runner.state.history import Approval, RetryRecord, derived_ref
+from runner.state.history import Approval, EarlierPaid, RetryRecord, derived_ref
 from runner.state.locations import StateLocation, check_url, is_database_url, parse_location
 from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, StateStore, now_iso
@@ -60,6 +60,7 @@ __all__ = [
     "LEASE_TTL",
     "Approval",
     "AttemptRecord",
+    "EarlierPaid",
     "ItemChanges",
     "ItemRecord",
     "RetryRecord",

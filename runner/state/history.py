@@ -1,6 +1,7 @@
 """What the state keeps of how an item and a run came to be, as typed records: a failed
-item's retries (the lineage of external_ids it went out under, ``derived_ref``) and who
-planned and approved a run (``Approval``, for `runner apply`)."""
+item's retries (the lineage of external_ids it went out under, ``derived_ref``), an earlier
+attempt found paid after all (``EarlierPaid``), and who planned and approved a run
+(``Approval``, for `runner apply`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,20 @@ class RetryRecord:
     changed: bool
     run_id: int | None = None
     at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierPaid:
+    """An earlier attempt of an item sent again (``ref``: E when the item now goes out as
+    E-f2) that the provider shows paid after all: its status, and what it sent (amounts as
+    text, in ``currency``)."""
+
+    ref: str
+    status: str
+    currency: str
+    amount: str
+    fee: str | None = None
+    found_at: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "ALTER TABLE job_rest ADD COLUMN fees text",
     ),
     "0011_payee_checks": MIGRATION_0011,  # the same statements as SQLite's
+    "0012_items_earlier_paid": (
+        "ALTER TABLE items ADD COLUMN earlier_paid text",
+    ),
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -10,11 +10,12 @@ store's ``update_item``/``end_attempt``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Literal, TypedDict
 
-from runner.state.history import Approval, derived_ref
+from runner.state.history import Approval, EarlierPaid, derived_ref
 
 # Provider ids are numbers in the money transfer service (transactions, quotations) and text
 # in the collection service (``PO0000000001``, ``QT0000000001``).
@@ -52,6 +53,7 @@ class ItemChanges(TypedDict, total=False):
     details: str | None
     changed_to: str | None
     payee: str | None
+    earlier_paid: str | None
 
 
 @dataclass(slots=True)
@@ -63,7 +65,9 @@ class ItemRecord:
     ``attempt`` 1, or N for the ``-rN`` attempt after an expiry; ``summary`` (who and how
     much, masked) and ``details`` (what the provider gave to finish or show it) are JSON;
     ``changed_to``: the fingerprint of what the job's row asks now, when it is not what was
-    paid (or is on its way): the item is not paid again, and is listed as changed.
+    paid (or is on its way): the item is not paid again, and is listed as changed;
+    ``earlier_paid``: the earlier attempts (before ``-fN``) the provider shows paid after all
+    (JSON, ``history.EarlierPaid``), as `runner reconcile` found them.
     """
 
     external_id: str
@@ -93,6 +97,7 @@ class ItemRecord:
     summary: str | None = None
     details: str | None = None
     changed_to: str | None = None
+    earlier_paid: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
     payee: str | None = None  # the payee check's finding (JSON), when one was made
@@ -102,6 +107,11 @@ class ItemRecord:
         """The external_id of the current attempt: E, then E-r2, E-r3 ...; after a retry of
         the failed item, E-f2 (then E-f2-r2 ...)."""
         return derived_ref(self.external_id, self.lineage, self.attempt)
+
+    @property
+    def paid_before(self) -> list[EarlierPaid]:
+        """The earlier attempts the provider shows paid after all (``earlier_paid``)."""
+        return [EarlierPaid(**e) for e in json.loads(self.earlier_paid or "[]")]
 
     @property
     def state(self) -> str:

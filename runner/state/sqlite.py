@@ -287,6 +287,24 @@ class SqliteStore(RunBook, LocalPasses, PayeeBook):
                 "error_code": "resolved" if outcome == "failed" else None,
                 "error_message": f"by hand: {note}"}))
 
+    def note_found(self, record: ItemRecord, note: str, **changes: Unpack[ItemChanges]
+                   ) -> bool:
+        stamp = now_iso()
+        update, values = _update_items(record.external_id, changes, stamp)
+        same = " AND lineage = ? AND attempt = ? AND step = ? AND outcome = ?"
+
+        def work(tx: Any) -> bool:
+            if not tx.execute(update + same, [*values, record.lineage, record.attempt,
+                                              record.step, record.outcome]).rowcount:
+                return False
+            tx.execute("INSERT INTO attempts (external_id, step, request, started_at, "
+                       "finished_at, result, message) VALUES (?, 'reconcile', ?, ?, ?, ?, ?)",
+                       [record.external_id, json.dumps({"was": record.outcome, "ref": record.ref}),
+                        stamp, stamp, changes.get("outcome", record.outcome), note])
+            return True
+
+        return bool(self._atomic(work))
+
     # ------------------------------------------------------------ attempts (rule 2)
     def begin_attempt(self, run_id: int, external_id: str, step: str,
                       request: Mapping[str, Any],

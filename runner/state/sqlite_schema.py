@@ -157,3 +157,10 @@ MIGRATION_0011 = (
     "ALTER TABLE items ADD COLUMN payee text",
     "ALTER TABLE plan_items ADD COLUMN payee text",
 )
+
+
+@migrations(name="0012_items_earlier_paid")
+def _earlier_paid(db: Database) -> None:
+    # Earlier attempts of an item sent again (-fN) that the provider shows paid after all,
+    # as `runner reconcile` found them (JSON): a double payment, in every view of the batch.
+    db.table("items").add_column("earlier_paid", str)

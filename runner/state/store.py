@@ -208,6 +208,15 @@ class StateStore(ABC):
         self._resolved(record, outcome, note)
 
     @abstractmethod
+    def note_found(self, record: ItemRecord, note: str, **changes: Unpack[ItemChanges]
+                   ) -> bool:
+        """What `runner reconcile` found at the provider (a payment reversed after it
+        settled, an earlier attempt paid after all), written onto the item with an attempt
+        row (step ``reconcile``, the note), in one transaction, only while the item is still
+        as ``record`` was read (its lineage, attempt, step and outcome: a run that moved it
+        on since wins); True when written."""
+
+    @abstractmethod
     def _resolved(self, record: ItemRecord, outcome: str, note: str) -> None:
         """Write ``resolve``'s outcome and its attempt row, in one transaction."""
 

@@ -91,6 +91,10 @@ class ItemLine:
     # way, its row asking another payment since): where its money is.
     outcome: str = ""
     payee: str = ""  # its payee check's finding, when not a plain match
+    # What earlier attempts paid beside it (``paid_twice``: found paid after all by
+    # `runner reconcile`), in the source currency.
+    twice_amount: Decimal | None = None
+    twice_fee: Decimal | None = None
 
 
 def stage(item: ItemLine) -> str:
@@ -103,10 +107,15 @@ def stage(item: ItemLine) -> str:
 
 def state_of(r: ItemRecord) -> str:
     """An item's state as every view of the batch shows it: ``in_doubt`` while a call's
-    answer is not known; ``changed`` when its job row asks another payment than the one
-    made or on its way (``changed_to``), which is not paid again; else its outcome."""
+    answer is not known; ``paid_twice`` when an earlier attempt was paid after all beside
+    it (``earlier_paid``), ``settled`` when one was instead of it; ``changed`` when its job
+    row asks another payment than the one made or on its way (``changed_to``), which is
+    not paid again; else its outcome."""
     if r.intent:
         return "in_doubt"
+    if r.earlier_paid and r.outcome in ("settled", "failed"):
+        # Paid by an earlier attempt after all: beside this one (twice), or instead of it.
+        return "paid_twice" if r.outcome == "settled" else "settled"
     if r.changed_to is not None and (r.outcome in CHANGEABLE or (
             r.outcome == "conflict" and r.error_code == "changed")):
         return "changed"
@@ -118,13 +127,18 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
     ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
     status = r.status or ""
     coded = status.isdigit()
+    state = state_of(r)
+    amounts = r.source_currency, r.source_amount, r.fee, r.destination_amount
+    earlier = r.paid_before
+    if state == "settled" and earlier:  # what the earlier attempt paid is the item's
+        first, earlier = earlier[0], earlier[1:]
+        amounts = first.currency, Decimal(first.amount), _amount(first.fee), None
     return ItemLine(
-        external_id=r.external_id, row=r.row, state=state_of(r),
+        external_id=r.external_id, row=r.row, state=state,
         beneficiary=clean(who.get("beneficiary") or ""), identifier=clean(ident),
         payer_id=who.get("payer_id"), step=r.step or "", status=status,
-        source_currency=r.source_currency or "", source_amount=r.source_amount,
-        fee=r.fee, destination_currency=r.destination_currency or "",
-        destination_amount=r.destination_amount,
+        source_currency=amounts[0] or "", source_amount=amounts[1], fee=amounts[2],
+        destination_currency=r.destination_currency or "", destination_amount=amounts[3],
         transaction_id=r.transaction_id, code=clean(r.error_code or ""),
         message=clean(r.error_message or r.status_message or ""),
         check=clean(_check(r)), details=_details(r.details, clean), intent=r.intent or "",
@@ -132,7 +146,14 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
         status_name=clean((r.status_message or "") if coded else status),
         created_at=when(r.created_at), confirmed_at=when(confirmed_at),
         final_at=when(r.updated_at) if r.state in ("settled", "failed") else None,
-        outcome=r.outcome, payee=clean(_payee(r.payee)))
+        outcome=r.outcome, payee=clean(_payee(r.payee)),
+        twice_amount=sum((Decimal(e.amount) for e in earlier), Decimal(0)) if earlier else None,
+        twice_fee=sum((_amount(e.fee) or Decimal(0) for e in earlier), Decimal(0))
+        if earlier else None)
+
+
+def _amount(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
 
 
 def _payee(text: str | None) -> str:
@@ -193,6 +214,18 @@ def _text(value: Any) -> str:
 
 def _check(r: ItemRecord) -> str:
     state = state_of(r)
+    earlier = ", ".join(f"{e.ref} ({e.currency} {e.amount}, status {e.status})"
+                        for e in r.paid_before)
+    if state == "paid_twice":
+        return (f"paid twice: the provider shows the earlier attempt {earlier} paid after "
+                f"all, beside {r.ref}: ask the beneficiary, or the provider's customer care, "
+                f"for one payment back")
+    if state == "settled" and earlier:
+        return (f"paid by its earlier attempt {earlier}, found paid after all; {r.ref} "
+                f"({r.status or r.outcome}) did not pay: not paid again")
+    if state == "failed" and r.status_class == "8":
+        return ("reversed after it was paid: the money came back; fix its row, then "
+                "`runner run --retry-failed` pays it again under a new external_id")
     if state == "changed":
         done = "paid" if r.outcome == "settled" else f"on its way ({r.step})"
         return (f"its row changed after it was {done}: the new request is not paid; a new "

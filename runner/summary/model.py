@@ -228,6 +228,8 @@ class Summary:
                   ("failed", "refused", "invalid") if c.get(k)]
         if c.get("changed"):
             parts.append(f"{c['changed']:,} changed after being paid or sent (not paid again)")
+        if c.get("paid_twice"):
+            parts.append(part(c["paid_twice"], "paid twice", "twice"))
         if review:
             parts.append(f"{review} {'needs' if review == 1 else 'need'} review")
         if c.get("pending"):
@@ -247,7 +249,7 @@ class Summary:
             "totals": [{"currency": t.currency, "sent": t.sent,
                         "fees": t.fees if t.fees_known else None, "received": t.received,
                         "planned": t.planned, "failed": t.failed, "pending": t.pending,
-                        "to_check": t.review, "not_paid": t.not_paid}
+                        "to_check": t.review, "not_paid": t.not_paid, "paid_twice": t.twice}
                        for t in self.totals],
             "rates": [{"source": r.source, "destination": r.destination, "sent": r.sent,
                        "received": r.received, "items": r.items, "rate": r.rate}

@@ -46,8 +46,9 @@ class _Labels(dict[str, str]):
 LABELS = _Labels({
     "settled": "paid", "pending": "pending", "awaiting_confirm": "awaiting confirmation",
     "failed": "failed", "refused": "refused", "invalid": "invalid (not sent)",
-    "changed": "changed after being paid or sent", "conflict": "conflict",
-    "unknown": "unknown outcome", "in_doubt": "in doubt", "held": "held by the payee check"})
+    "changed": "changed after being paid or sent", "paid_twice": "paid twice",
+    "conflict": "conflict", "unknown": "unknown outcome", "in_doubt": "in doubt",
+    "held": "held by the payee check"})
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from runner.summary.model import ItemLine, Summary
 # The item states in the first line; refused and invalid items have lines of their own (they
 # are not items of the job in the state: refused ones belong to another job, invalid ones
 # were never sent).
-ORDER = ("settled", "pending", "awaiting_confirm", "failed", "changed", "conflict", "unknown",
-         "in_doubt", "held")
+ORDER = ("settled", "pending", "awaiting_confirm", "failed", "changed", "paid_twice",
+         "conflict", "unknown", "in_doubt", "held")
 NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is the same batch, "
             "whose items are paid once")
 
@@ -33,6 +33,8 @@ def status_lines(summary: Summary) -> list[str]:
     for t in summary.totals:
         if t.senders:
             fees = f", fees {number_text(t.fees, t.currency)}" if t.fees_known else ""
+            if t.twice:
+                fees += f", paid twice {number_text(t.twice, t.currency)}"
             lines.append(f"  {t.currency}: sent {number_text(t.sent, t.currency)}{fees}")
     failed = [i for i in summary.failed if i.state == "failed"]
     lines += [f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}" for i in failed]
@@ -47,6 +49,8 @@ def status_lines(summary: Summary) -> list[str]:
               for i in summary.needs_person if i.state == "in_doubt"]
     lines += [f"  needs a person {i.external_id} (row {i.row}): {i.check}"
               for i in summary.needs_person if i.state in ("conflict", "unknown", "held")]
+    lines += [f"  paid twice {i.external_id} (row {i.row}){_who(i)}: {i.check}"
+              for i in summary.needs_person if i.state == "paid_twice"]
     lines += _more(summary.needs_person.more, "needing a person")
     lines += [f"  payee check {i.external_id} (row {i.row}) {i.beneficiary} ({i.identifier}): "
               f"{i.payee}" for i in summary.payees if i.state != "held"]

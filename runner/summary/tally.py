@@ -18,13 +18,15 @@ from runner.summary.lines import ItemLine, stage
 from runner.summary.totals import Sums, money_group
 
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
-          "changed", "conflict", "unknown", "in_doubt", "held")
+          "changed", "paid_twice", "conflict", "unknown", "in_doubt", "held")
 # The states that make a run exit 1: an item that did not end well, or may not have (a
-# changed item: its row's new request is left unpaid), or is held by its payee check until
-# a person decides.
-PROBLEMS = ("failed", "refused", "invalid", "changed", "conflict", "unknown", "in_doubt",
-            "held")
+# changed item: its row's new request is left unpaid; one paid twice), or is held by its
+# payee check until a person decides.
+PROBLEMS = ("failed", "refused", "invalid", "changed", "paid_twice", "conflict", "unknown",
+            "in_doubt", "held")
 REVIEW = ("conflict", "unknown", "in_doubt", "held")
+# The states a person must act on, listed together (``Tally.needs_person``).
+FOR_A_PERSON = (*REVIEW, "paid_twice")
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
 # How far pending items went, in the order a reader counts them.
@@ -100,7 +102,7 @@ class Tally:
         self.items.add(i)
         self.counts[i.state] = self.counts.get(i.state, 0) + 1
         for listed, yes in ((self.failed, i.state in ("failed", "refused")),
-                            (self.needs_person, i.state in REVIEW),
+                            (self.needs_person, i.state in FOR_A_PERSON),
                             (self.pending, i.state == "pending"),
                             (self.awaiting_confirm, i.state == "awaiting_confirm"),
                             (self.with_details, bool(i.details)),
@@ -118,9 +120,13 @@ class Tally:
         if group is not None and i.source_amount is not None:
             sums = self.groups.setdefault(group, {})
             sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.source_amount
+        if i.twice_amount:
+            sums = self.groups.setdefault("twice", {})
+            sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.twice_amount
         self.sums.add(i)
         final = i.state not in ("pending", "awaiting_confirm")
         self._hash.update(json.dumps([i.external_id, i.state, i.step, str(i.source_amount),
+                                      str(i.twice_amount),
                                       str(i.fee), str(i.destination_amount),
                                       str(i.transaction_id), i.code if final else "",
                                       i.message if final else ""]).encode())

@@ -11,7 +11,7 @@ from typing import Any
 from runner.summary.lines import ItemLine
 
 # Where an item's money is, by its state: planned = paid + failed + pending + to check.
-MONEY = {"settled": "paid", "failed": "failed", "pending": "pending",
+MONEY = {"settled": "paid", "paid_twice": "paid", "failed": "failed", "pending": "pending",
          "awaiting_confirm": "pending", "conflict": "to check", "unknown": "to check",
          "in_doubt": "to check", "held": "to check"}
 
@@ -28,7 +28,9 @@ class CurrencyTotal:
     ``received`` in a destination (``fees_known``: some item sent in this currency has a fee
     from the provider; the kinds whose provider shows none leave fees and cost unsaid,
     rather than claim 0). The rest of what was planned in a source currency: ``failed``
-    (nothing paid), ``pending`` (on its way) and ``review`` (needs a person to tell)."""
+    (nothing paid), ``pending`` (on its way) and ``review`` (needs a person to tell).
+    ``twice``: what earlier attempts paid beside an item's own payment (a double payment),
+    counted in ``sent`` (the money left) but not in ``planned``."""
 
     currency: str
     sent: Decimal = Decimal(0)
@@ -39,6 +41,7 @@ class CurrencyTotal:
     failed: Decimal = Decimal(0)
     pending: Decimal = Decimal(0)
     review: Decimal = Decimal(0)
+    twice: Decimal = Decimal(0)
 
     @property
     def cost(self) -> Decimal:
@@ -46,11 +49,11 @@ class CurrencyTotal:
 
     @property
     def planned(self) -> Decimal:
-        return self.sent + self.failed + self.pending + self.review
+        return self.sent - self.twice + self.failed + self.pending + self.review
 
     @property
     def not_paid(self) -> Decimal:
-        return self.planned - self.sent
+        return self.planned - (self.sent - self.twice)
 
     @property
     def parts(self) -> list[tuple[str, Decimal, Decimal]]:
@@ -59,8 +62,8 @@ class CurrencyTotal:
         planned = self.planned
         if not planned:
             return []
-        shares = (("paid", self.sent), ("failed", self.failed), ("pending", self.pending),
-                  ("to check", self.review))
+        shares = (("paid", self.sent - self.twice), ("failed", self.failed),
+                  ("pending", self.pending), ("to check", self.review))
         return [(name, amount, (amount * 100 / planned).quantize(Decimal("0.1")))
                 for name, amount in shares if amount]
 
@@ -107,6 +110,11 @@ class Sums:
         if i.fee is not None:
             self._add(i.source_currency, "fees", i.fee)
             values["fees_known"] = True
+        if i.twice_amount:  # the money left twice: in what was sent, and said apart
+            self._add(i.source_currency, "sent", i.twice_amount)
+            self._add(i.source_currency, "twice", i.twice_amount)
+            if i.twice_fee:
+                self._add(i.source_currency, "fees", i.twice_fee)
         if i.destination_amount is not None and i.destination_currency not in (
                 "", i.source_currency):
             pair = self.pairs.setdefault((i.source_currency, i.destination_currency),
