@@ -4,15 +4,33 @@ of what was sent."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Admin
-from engine_support import cli, err_lines, out_lines, posts, run, write_job
+from conftest import test_config as sandbox_config
+from engine_support import (
+    cli,
+    confirmed,
+    err_lines,
+    out_lines,
+    posts,
+    run,
+    transactions,
+    write_job,
+)
 
+from runner.engine.plan_file import digest_of
 from runner.errors import JobErrors, NeedsApproval
 from runner.job import load_job
-from runner.sandbox import RunningSandbox
+from runner.sandbox import RunningSandbox, start_in_thread
+from runner.state import open_store
 
 
 def four_eyes(job: Path, **values: str) -> Path:
@@ -52,3 +70,244 @@ def test_four_eyes_with_confirm_false_is_an_invalid_job(sb: RunningSandbox,
         f"{job}:28: run.confirm: run.four_eyes: the approved plan's apply confirms what it "
         f"pays and `runner confirm` is refused, so confirm: false would leave every item "
         f"unconfirmed; set it true"]
+
+
+# ---------------------------------------------------------------- a plan file that cannot be edited
+@dataclass(frozen=True)
+class Made:
+    """A plan file made once for this module (with quotations), and its state."""
+
+    job: Path
+    state: Path
+    plan: Path
+    content: dict[str, Any]
+
+
+# Three people, and a row that is invalid (skipped: run.on_invalid: skip).
+PEOPLE = ("id,payer,amount,msisdn,first,last\n"
+          "a,1,10.00,+254700000001,Amina,Otieno\n"
+          "b,1,20.00,+254700000002,Brian,Kamau\n"
+          "c,2,30.00,+221770000003,Coumba,Ndiaye\n"
+          "d,1,abc,+254700000004,Daniel,Mwangi\n")
+
+
+def people_job(folder: Path, sandbox: RunningSandbox) -> Path:
+    """A remittance job paying PEOPLE by name, KES through payer 1 and XOF through payer 2."""
+    job = write_job(folder, sandbox, max_wait="10ms")  # the command line's waits are real
+    (folder / "rows.csv").write_text(PEOPLE)
+    text = job.read_text().replace(
+        "beneficiary: {firstname: Jo, lastname: Doe}",
+        'beneficiary: {firstname: "{{ row.first }}", lastname: "{{ row.last }}"}').replace(
+        "destination: {currency: KES}",
+        "destination: {currency: \"{{ 'KES' if row.payer == '1' else 'XOF' }}\"}").replace(
+        "sender: {firstname: Ada, lastname: Acme}",
+        "sender: {firstname: Ada, lastname: Acme, country_iso_code: FRA}")
+    job.write_text(text.replace("run:\n", "run:\n  on_invalid: skip\n"))
+    return job
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
+    folder = tmp_path_factory.mktemp("made")
+    sandbox = start_in_thread(sandbox_config())
+    try:
+        job, state, plan = people_job(folder, sandbox), folder / "s.sqlite", \
+            folder / "pay.plan.json"
+        result = cli("plan", str(job), "--state", str(state), "--quote", "-o", str(plan))
+        assert result.exit_code == 0, result.output
+        yield Made(job, state, plan, json.loads(plan.read_text()))
+    finally:
+        sandbox.stop()
+
+
+TOP = ("job.name", "job.kind", "job.file", "job.sha256", "job.rows_file", "job.rows_sha256",
+       "state", "planned_by.user", "planned_by.host", "planned_at", "valid_until", "quoted",
+       "retry_failed", "max_rate_change", "four_eyes", "counts.new", "counts.invalid", "stops",
+       "shortfall")
+ITEM = ("external_id", "row", "action", "ref", "lineage", "step", "changed", "why",
+        "fingerprint", "balance", "beneficiary", "payer", "account", "currency", "amount",
+        "fee", "rate", "quoted_rate", "rate_name", "received_currency", "received")
+BALANCE = ("balance", "currency", "items", "amount", "fee", "needed", "available", "short")
+FIELDS = (*TOP, *(f"items[1].{f}" for f in ITEM), *(f"balances[0].{f}" for f in BALANCE))
+
+
+def leaves(value: Any, where: str = "") -> set[str]:
+    """The path of every value in a plan (the first item and balance standing for all)."""
+    if isinstance(value, dict):
+        return set().union(*(leaves(v, f"{where}.{k}" if where else k)
+                             for k, v in value.items()))
+    if isinstance(value, list) and value:
+        at = 1 if where == "items" else 0
+        return leaves(value[at], f"{where}[{at}]")
+    return {where}
+
+
+def test_every_field_of_a_plan_file_is_among_those_edited(made: Made) -> None:
+    assert leaves(made.content) == {*FIELDS, "format", "version", "id", "signatures"}
+
+
+def edited(value: Any) -> Any:
+    """Another value of the same kind (an amount one hundred more, a name with a letter)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if value is None:
+        return "1"
+    try:
+        return str(Decimal(value) + 100)
+    except ArithmeticError:
+        return value + "x"
+
+
+def at(content: dict[str, Any], path: str) -> tuple[Any, str]:
+    """The object holding ``path`` and the key (or index) of it."""
+    *parents, last = re.findall(r"[^.\[\]]+", path)
+    holder: Any = content
+    for part in parents:
+        holder = holder[int(part)] if part.isdigit() else holder[part]
+    return holder, last
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_each_field_of_a_plan_file_edited_is_refused(made: Made, tmp_path: Path,
+                                                    field: str) -> None:
+    content = json.loads(made.plan.read_text())
+    holder, key = at(content, field)
+    was = holder[key]
+    holder[key] = edited(was)
+    plan = tmp_path / "edited.json"
+    plan.write_text(json.dumps(content, indent=2))
+    result = cli("apply", str(plan), "--state", str(made.state), "--yes")
+    name = field.replace("items[1]", "items[1] (row 3, pay-b)")
+    assert (result.exit_code, out_lines(result), err_lines(result)) == (2, [], [
+        f"the plan is refused: the plan file was edited since it was made: {name} "
+        f"{json.dumps(was)} became {json.dumps(holder[key])}; nothing was sent"])
+
+
+def test_a_plan_file_with_an_item_removed_or_another_id_is_refused(made: Made,
+                                                                   tmp_path: Path) -> None:
+    content = json.loads(made.plan.read_text())
+    del content["items"][0]
+    plan = tmp_path / "edited.json"
+    plan.write_text(json.dumps(content))
+    assert err_lines(cli("apply", str(plan), "--state", str(made.state), "--yes")) == [
+        "the plan is refused: the plan file was edited since it was made: items[0] (row 2, "
+        "pay-a) removed; nothing was sent"]
+    content = json.loads(made.plan.read_text())
+    content["id"] = "another"
+    plan.write_text(json.dumps(content))
+    assert err_lines(cli("apply", str(plan), "--state", str(made.state), "--yes")) == [
+        f"the plan is refused: plan another was not made against the state {made.state} "
+        f"(`runner plan -o` keeps each plan in the state it plans against): apply it with "
+        f"that state, or make a new plan; nothing was sent"]
+    # Laid out anew, the same content is the same plan (it reaches the checks after).
+    content = json.loads(made.plan.read_text())
+    plan.write_text(json.dumps(content, sort_keys=True))
+    other_state = tmp_path / "other.sqlite"
+    assert err_lines(cli("apply", str(plan), "--state", str(other_state), "--yes"))[0] \
+        .startswith(f"the plan is refused: plan {content['id']} was not made against the "
+                    f"state {other_state}")
+
+
+# ---------------------------------------------------------------- the approver sees people
+def test_show_lists_the_people_a_plan_pays_in_each_format(made: Made) -> None:
+    c = made.content
+    text = cli("show", str(made.plan))
+    assert text.exit_code == 0
+    assert out_lines(text) == [
+        f"plan {c['id']} of pay-2026-11 (remittance, {made.job})",
+        f"digest sha256:{digest_of(c)}",
+        f"planned by {c['planned_by']['user']} on {c['planned_by']['host']} at "
+        f"{c['planned_at']}, with quotations; valid until {c['valid_until']}",
+        f"state: {made.state}",
+        "to pay: 3 item(s)",
+        "  row  external_id  beneficiary    payer  account                    sent   fee      "
+        "rate      received",
+        "    2  pay-a        Amina Otieno   1      msisdn *********0001  EUR 10.00  1.50  "
+        "140.2515  KES 1,402.00",
+        "    3  pay-b        Brian Kamau    1      msisdn *********0002  EUR 20.00  1.50  "
+        "140.2515  KES 2,805.00",
+        "    4  pay-c        Coumba Ndiaye  2      msisdn *********0003  EUR 30.00  1.00   "
+        "655.957    XOF 19,675",
+        "totals:",
+        "  EUR: 3 item(s), sent EUR 60.00, fees EUR 4.00: EUR 64.00 in all",
+        "  received KES 4,207.00 (2 item(s))",
+        "  received XOF 19,675 (1 item(s))",
+        "not paid by this plan: 1 item(s)",
+        "  invalid: 1",
+        "    row 5: source.amount: not a decimal amount: 'abc'",
+        "balances, when the plan was made:",
+        "  EUR: 3 item(s), 60.00 + fees 4.00 = 64.00 needed; 10,000,000.00 available: covered",
+        "signatures: none (an unsigned plan)"]
+    as_json = json.loads(cli("show", str(made.plan), "--format", "json").stdout)
+    assert [(i["beneficiary"], i["payer"], i["account"], i["amount"], i["fee"],
+             i["received_currency"], i["received"]) for i in as_json["items"]] == [
+        ("Amina Otieno", "1", "msisdn *********0001", "10.00", "1.50", "KES", "1402"),
+        ("Brian Kamau", "1", "msisdn *********0002", "20.00", "1.50", "KES", "2805"),
+        ("Coumba Ndiaye", "2", "msisdn *********0003", "30.00", "1.00", "XOF", "19675")]
+    assert as_json["totals"][0] == {"kind": "sent", "currency": "EUR", "items": 3,
+                                    "amount": "60.00", "fee": "4.00", "fees_not_quoted": 0}
+    assert cli("show", str(made.plan), "--format", "csv").stdout.splitlines() == [
+        "row,external_id,ref,action,beneficiary,payer,account,sent_currency,sent_amount,fee,"
+        "rate,quoted_rate,received_currency,received_amount",
+        "2,pay-a,pay-a,new,Amina Otieno,1,msisdn *********0001,EUR,10.00,1.50,140.2515,"
+        "140.2515,KES,1402.00",
+        "3,pay-b,pay-b,new,Brian Kamau,1,msisdn *********0002,EUR,20.00,1.50,140.2515,"
+        "140.2515,KES,2805.00",
+        "4,pay-c,pay-c,new,Coumba Ndiaye,2,msisdn *********0003,EUR,30.00,1.00,655.957,"
+        "655.957,XOF,19675"]
+    # The file names people, masked: no account number is in it whole.
+    assert "+254700000001" not in made.plan.read_text()
+    bad = made.plan.with_name("not-a-plan.json")
+    bad.write_text("[]")
+    assert (cli("show", str(bad)).exit_code, err_lines(cli("show", str(bad)))) == (
+        2, [f"error: {bad}: not a runner plan file"])
+
+
+# ---------------------------------------------------------------- applied once
+def test_a_plan_applied_again_resumes_its_run_and_never_sends_more(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    job = people_job(tmp_path, sb)
+    plan = tmp_path / "pay.plan.json"
+    assert cli("plan", str(job), "--state", str(state), "-o", str(plan)).exit_code == 0
+    # pay-a's confirm is done but its answer lost, and every lookup of it fails: in doubt.
+    adm.faults({"confirm": {"lost_next": 1}, "lookups": {"error_next": 3}})
+    first = cli("apply", str(plan), "--state", str(state), "--yes")
+    assert first.exit_code == 1 and "1 in doubt" in first.stdout
+    adm.api.call("DELETE", "/faults")
+    again = cli("apply", str(plan), "--state", str(state), "--yes")
+    assert (again.exit_code, out_lines(again)) == (1, [  # 1: the invalid row
+        "pay-2026-11: 3 items: 3 settled", "  EUR: sent 60.00, fees 4.00",
+        "  invalid: 1 item(s) not sent; `runner validate` lists the problems"])
+    with open_store(state) as store:
+        runs = store.runs("pay-2026-11")
+        kept = store.plan_file(json.loads(plan.read_text())["id"])
+    assert [(r.id, r.exit_code) for r in runs] == [(1, 1)]  # one run, resumed
+    assert kept is not None and kept.run_id == 1
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+    # Applied a third time: nothing is sent, the same run says so.
+    before = posts(adm)
+    assert cli("apply", str(plan), "--state", str(state), "--yes").exit_code == 1
+    assert posts(adm) == before
+    with open_store(state) as store:
+        assert [r.id for r in store.runs("pay-2026-11")] == [1]
+
+
+def test_a_plan_sends_a_failed_item_again_once_under_the_external_id_it_lists(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    barred = "b,1,20.00,+254700999301\n"  # REJECTED at creation (30201), each time
+    job = write_job(tmp_path, sb, "a,1,10.00,+254700000001\n" + barred)
+    assert run(job, state).counts == {"settled": 1, "failed": 1}
+    plan = tmp_path / "retry.plan.json"
+    assert cli("plan", str(job), "--state", str(state), "--retry-failed", "-o",
+               str(plan)).exit_code == 0
+    assert [(i["external_id"], i["action"], i["ref"]) for i in
+            json.loads(plan.read_text())["items"]] == [
+        ("pay-a", "settled", "pay-a"), ("pay-b", "retry", "pay-b-f2")]
+    assert cli("apply", str(plan), "--state", str(state), "--yes").exit_code == 1
+    assert sorted(e for e, _, _ in transactions(sb)) == ["pay-a", "pay-b", "pay-b-f2"]
+    # pay-b-f2 failed too: applied again, the plan sends nothing under pay-b-f3.
+    again = cli("apply", str(plan), "--state", str(state), "--yes")
+    assert again.exit_code == 1
+    assert sorted(e for e, _, _ in transactions(sb)) == ["pay-a", "pay-b", "pay-b-f2"]

@@ -26,6 +26,8 @@ from engine_support import (
     write_job,
 )
 
+from runner.engine.approvals import keep_plan
+from runner.engine.plan_file import digest_of
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
 
@@ -190,8 +192,11 @@ def outcome(state: Path, external_id: str) -> str:
 # ---------------------------------------------------------------- four eyes: plan, approve, apply
 def plan_to(job: Path, state: Path, plan: Path, *more: str) -> dict[str, object]:
     code, _, err = lines_of("plan", str(job), "--state", str(state), "-o", str(plan), *more)
-    assert code == 0 and err[0].startswith(f"plan written to {plan} (sha256 "), err
-    return dict(json.loads(plan.read_text()))
+    content = dict(json.loads(plan.read_text()))
+    assert code == 0 and err == [
+        f"plan {content['id']} written to {plan} (digest sha256:{digest_of(content)}); "
+        f"`runner show {plan}` lists it, `runner apply {plan}` pays it"], err
+    return content
 
 
 def test_a_plan_file_is_approved_and_applied_by_another_person(
@@ -239,10 +244,14 @@ def test_a_plan_is_refused_when_a_row_changed_a_rate_moved_or_it_expired(
     plan = tmp_path / "pay.plan.json"
     content = plan_to(job, state, plan)
     refused = (2, [])
-    # A rate moved since the plan (the sandbox's rates are fixed: the plan's is moved).
+    # A rate moved since the plan (the sandbox's rates are fixed: the plan is made as if
+    # at another rate, and kept so in the state, as `runner plan -o` keeps a plan).
     moved = json.loads(plan.read_text())
+    moved["id"] = "made-at-another-rate"
     for item in moved["items"]:
         item["rate"] = str(Decimal(item["rate"]) * Decimal("0.97"))
+    with open_store(state) as store:
+        keep_plan(store, moved)
     plan.write_text(json.dumps(moved))
     rate = Decimal(content["items"][0]["rate"])  # type: ignore[index]
     code, out, err = lines_of("apply", str(plan), "--state", str(state), "--yes")
@@ -289,10 +298,14 @@ def test_status_exits_0_settled_5_on_their_way_1_failed(
 
 def test_apply_refuses_what_is_not_a_whole_plan_file(tmp_path: Path, state: Path) -> None:
     plan = tmp_path / "x.json"
-    plan.write_text('{"format": "runner plan", "version": 1, "job": {}}')
+    plan.write_text('{"format": "runner plan", "version": 2, "id": "x", "job": {}}')
     assert lines_of("apply", str(plan), "--state", str(state), "--yes") == (2, [], [
         f"the plan is refused: {plan}: an incomplete plan file: KeyError: 'planned_by'; "
         f"nothing was sent"])
+    plan.write_text('{"format": "runner plan", "version": 1}')
+    assert lines_of("apply", str(plan), "--state", str(state), "--yes")[2] == [
+        f"the plan is refused: {plan}: plan file version 1; this runner reads version 2 "
+        f"(make the plan again); nothing was sent"]
     plan.write_text("[1, 2]")
     assert lines_of("apply", str(plan), "--yes")[2] == [
         f"the plan is refused: {plan}: not a runner plan file; nothing was sent"]

@@ -3,7 +3,8 @@
 Each command parses its options, calls the library and formats the result; library errors
 become messages and exit codes here and nowhere else (``options.reports_errors``). ``HELP``
 below is what `runner --help` shows. The commands: ``run`` (validate, run, confirm), ``plan``
-(plan, apply), ``batch`` (status, report, resolve, reconcile), ``sandbox``, ``schema``.
+(plan, apply), ``approvals`` (show), ``batch`` (status, report, resolve, reconcile),
+``sandbox``, ``schema``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import click
 
 from runner import __version__
+from runner.cli.approvals import show
 from runner.cli.batch import reconcile, report, resolve, status
 from runner.cli.options import quiet_stdout
 from runner.cli.plan import apply, plan
@@ -29,7 +31,8 @@ anyone twice. `base_url: sandbox` runs against the embedded provider sandbox.
 Example:
   runner validate jobs/payroll.yaml
   runner run jobs/payroll.yaml
-  runner plan jobs/payroll.yaml -o payroll.plan.json; runner apply payroll.plan.json
+  runner plan jobs/payroll.yaml -o payroll.plan.json; runner show payroll.plan.json
+  runner apply payroll.plan.json
 
 \b
 Exit codes:
@@ -65,6 +68,6 @@ def main(ctx: click.Context) -> None:
     quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
 
 
-for command in (validate, plan, run, apply, confirm, status, report, resolve, reconcile,
+for command in (validate, plan, show, run, apply, confirm, status, report, resolve, reconcile,
                 sandbox, schema, state):
     main.add_command(command)

@@ -23,6 +23,8 @@ from runner.cli.run import (
 from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
+    from runner.engine.plan import Plan
+    from runner.engine.plan_listing import Listing
     from runner.state import StateStore
 
 
@@ -48,10 +50,12 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     Payees are checked under the job's ``run.verify_payees``, or with ``verify`` (warn)
     when it is off."""
     from runner.connect import connect
+    from runner.engine.approvals import keep_plan
     from runner.engine.plan import flow_for, make_plan
     from runner.engine.plan_file import document, write_plan
     from runner.engine.plan_text import plan_lines
     from runner.job import load_job
+    from runner.state import open_store
     from runner.summary.model import FUNDS_SHORT
 
     loaded = load_job(job)
@@ -70,9 +74,13 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                          sink=_drop if streams else None, verify=policy)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
-        sha256 = write_plan(document(plan, loaded, location_text(path)), output)
-        click.echo(f"plan written to {output} (sha256 {sha256}); `runner apply {output}` "
-                   f"pays it", err=True)
+        content = document(plan, loaded, location_text(path))
+        with open_store(path) as kept:  # kept first: a plan file is never without its record
+            keep_plan(kept, content)
+        digest = write_plan(content, output)
+        click.echo(f"plan {content['id']} written to {output} (digest sha256:{digest}); "
+                   f"`runner show {output}` lists it, `runner apply {output}` pays it",
+                   err=True)
     if fmt == "json":
         click.echo(simplejson.dumps(plan.as_dict(), indent=2))
     else:
@@ -146,26 +154,40 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     Example:
       runner apply payroll.plan.json --approved-by "Grace Hopper" --yes
     """
+    from runner.engine.approvals import admit
     from runner.engine.plan import who
-    from runner.engine.plan_file import AppliedPlan, approval, job_file, precheck, read_plan
+    from runner.engine.plan_file import read_plan
+    from runner.engine.plan_listing import Listing
     from runner.errors import BadStateLocation, PlanRefused
-    from runner.job import load_job
+    from runner.state import open_store
     from runner.state.locations import planned_location
 
     user, host = who()
     approver = approved_by or user
     now = datetime.now(UTC)
     try:
-        content, sha256 = read_plan(plan_file)
+        content, digest = read_plan(plan_file)
         try:  # the state the plan was made on, and no other
-            state = planned_location(content["state"], state, plan_file)
+            location = planned_location(content["state"], state, plan_file)
         except BadStateLocation as exc:
             raise PlanRefused([str(exc)]) from None
-        job = job_file(content)
-        precheck(content, load_job(job), approver, user, now)
+        with open_store(location, create=False) as store:
+            job, applied = admit(content, digest, store, approver, user, host, now)
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)
         sys.exit(refused.exit_code)
-    applied = AppliedPlan(content, sha256, approval(content, sha256, approver, user, host, now))
-    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
-             applied=applied)
+    listing = Listing(content, digest)
+    _execute(job.path, location, concurrency, yes, allow_partial, quiet, verbose,
+             confirm_only=False, applied=applied, ask=lambda plan: _ask_file(listing, plan))
+
+
+def _ask_file(listing: Listing, plan: Plan) -> bool:
+    """The question before an apply pays, on a terminal: the plan file's own listing, and
+    what of it is still to pay."""
+    from runner.engine.plan_listing import lines
+    from runner.engine.plan_text import question
+
+    for line in lines(listing):
+        click.echo(line, err=True)
+    click.echo(f"About to pay {question(plan)} of this plan", err=True)
+    return click.confirm("Send these payments?", default=False, err=True)

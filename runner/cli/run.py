@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -106,7 +107,10 @@ def _logging(quiet: bool, verbose: bool) -> None:
 def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
              retry_failed: bool = False, applied: AppliedPlan | None = None,
-             include_unchanged: bool = False) -> None:
+             include_unchanged: bool = False,
+             ask: Callable[[Plan], bool] | None = None) -> None:
+    """Run JOB (or apply a plan file: ``applied``) with the terminal's question (``ask``,
+    by default the plan made now, shown) and progress, and exit with its code."""
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.approvals import require_plan
@@ -128,7 +132,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
                          retry_failed=retry_failed, include_unchanged=include_unchanged,
                          applied=applied)
     if tty and not yes:
-        options.ask = _ask
+        options.ask = ask or _ask
     progress = progress_for(sys.stderr.isatty(), quiet)
     options.on_phase, options.on_progress = progress.phase, progress.step
     options.on_batch = progress.batch

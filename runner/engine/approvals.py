@@ -1,15 +1,35 @@
-"""Four eyes (``run.four_eyes``): money moves only through a plan file its planner made and
-someone else approved.
+"""What `runner apply` admits of a plan file, and four eyes (``run.four_eyes``): money moves
+only through a plan file its planner made and someone else approved.
 
 ``require_plan`` is the gate every path that moves money passes: a run that is not the
 application of a plan file (`runner run`, with or without ``--retry-failed``, and `runner
 confirm`) is refused before anything is opened or sent.
+
+``keep_plan`` keeps a plan file in the state as `runner plan -o` makes it; ``admit`` takes a
+plan file to apply only when the state kept it with the same digest (any edit is refused,
+and ``edits`` names each field changed), then as ``runner.engine.plan_file.precheck`` allows;
+a plan applied before comes back with its run, which applying it again resumes.
 """
 
 from __future__ import annotations
 
-from runner.errors import NeedsApproval
-from runner.job import Job
+import json
+from datetime import datetime
+from typing import Any
+
+from runner.engine.plan_file import (
+    SHOWN,
+    SIGNATURES,
+    AppliedPlan,
+    approval,
+    canonical,
+    digest_of,
+    job_file,
+    precheck,
+)
+from runner.errors import NeedsApproval, PlanRefused
+from runner.job import Job, load_job
+from runner.state import PlanFileRecord, StateStore
 
 
 def require_plan(job: Job, applying: bool) -> None:
@@ -20,3 +40,88 @@ def require_plan(job: Job, applying: bool) -> None:
             f"{job.path} has run.four_eyes: money moves only through an approved plan: "
             f"`runner plan {job.path} -o PLAN`, approved by another person, then `runner "
             f"apply PLAN`; nothing was sent")
+
+
+def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: str,
+          applied_by: str, applied_on: str, now: datetime) -> tuple[Job, AppliedPlan]:
+    """The plan file ``content`` as `runner apply` may pay it, with its job, or PlanRefused
+    with every reason (nothing is sent): a plan this state did not keep when it was made,
+    one edited since (before anything of it is read), then what ``precheck`` refuses. A
+    plan applied before comes with its run."""
+    kept = state.plan_file(str(content["id"]))
+    if kept is None:
+        raise PlanRefused([f"plan {content['id']} was not made against the state "
+                           f"{state.location} (`runner plan -o` keeps each plan in the state "
+                           f"it plans against): apply it with that state, or make a new plan"])
+    if kept.digest != digest:
+        raise PlanRefused(["the plan file was edited since it was made: " + "; ".join(
+            _shown(edits(json.loads(kept.content), content)) or ["its digest differs"])])
+    job = load_job(job_file(content))
+    precheck(content, job, approved_by, applied_by, now)
+    return job, AppliedPlan(content, digest, approval(content, digest, approved_by, applied_by,
+                                                      applied_on, now), kept.run_id)
+
+
+def keep_plan(state: StateStore, content: dict[str, Any]) -> None:
+    """Keep the plan file ``content`` in the state it was made against, as it is made (its
+    digest is what an unsigned plan must still have when it is applied)."""
+    state.note_plan_file(PlanFileRecord(str(content["id"]), content["job"]["name"],
+                                        digest_of(content), canonical(content).decode(),
+                                        content["planned_at"]))
+
+
+def edits(made: Any, found: Any, where: str = "") -> list[str]:
+    """Where the plan ``found`` differs from the plan ``made`` (its signatures apart): each
+    field changed, added or removed, by its path (an item named by its row and
+    external_id), with the value made and the value found."""
+    if isinstance(made, dict) and isinstance(found, dict):
+        changes: list[str] = []
+        for key in [*made, *(k for k in found if k not in made)]:
+            if not where and key == SIGNATURES:
+                continue
+            path = f"{where}.{key}" if where else str(key)
+            if key not in found:
+                changes.append(f"{path} removed")
+            elif key not in made:
+                changes.append(f"{path} added ({_value(found[key])})")
+            else:
+                changes += edits(made[key], found[key], path)
+        return changes
+    if isinstance(made, list) and isinstance(found, list):
+        if len(made) != len(found):
+            return _entries(made, found, where)
+        changes = []
+        for i, (a, b) in enumerate(zip(made, found, strict=True)):
+            changes += edits(a, b, _entry(where, i, a))
+        return changes
+    if type(made) is not type(found) or made != found:
+        return [f"{where} {_value(made)} became {_value(found)}"]
+    return []
+
+
+def _entries(made: list[Any], found: list[Any], where: str) -> list[str]:
+    """Entries removed or added (a list of another length): by their text, named."""
+    texts = [json.dumps(e, sort_keys=True) for e in found]
+    kept = [json.dumps(e, sort_keys=True) for e in made]
+    return [*(f"{_entry(where, i, e)} removed" for i, e in enumerate(made)
+              if kept[i] not in texts),
+            *(f"{_entry(where, i, e)} added" for i, e in enumerate(found)
+              if texts[i] not in kept)] or [f"{where}: {len(made)} entries made, "
+                                             f"{len(found)} found"]
+
+
+def _entry(where: str, i: int, made: Any) -> str:
+    if where == "items" and isinstance(made, dict):
+        name = ", ".join(str(made[k]) for k in ("external_id",) if made.get(k))
+        return f"items[{i}] (row {made.get('row')}{', ' + name if name else ''})"
+    return f"{where}[{i}]"
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _shown(reasons: list[str]) -> list[str]:
+    return reasons if len(reasons) <= SHOWN else [*reasons[:SHOWN],
+                                                   f"and {len(reasons) - SHOWN} more"]

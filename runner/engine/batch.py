@@ -6,7 +6,8 @@ whole batch (``runner.engine.pages``).
    streamed into the state (staged: nothing of it is recorded yet); with ``on_invalid:
    stop`` nothing is sent when anything is invalid (exit 2). A plan file being applied
    (`runner apply`) is first compared with it: a row, an amount or a rate that moved refuses
-   it (exit 2); else only what it lists to pay is paid.
+   it (exit 2); else only what it lists to pay is paid. A plan is applied once: applying it
+   again resumes the run that applied it (``_run_of``).
 2. Funds first: before the first POST, what the items to pay draw on each balance (the
    state's quoted amounts, else what validation estimates from the rates) against what it
    holds; when it cannot be covered nothing is sent (exit 4) unless ``allow_partial``.
@@ -125,11 +126,11 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
                 return RunResult(repeated, "", lines=list(last.lines or ()),
                                  repeated=dict(last.counts), run_id=again)
         started = now_iso()
-        run_id = state.start_run(job.name, str(job.path))
+        run_id = _run_of(job, state, options.applied)
         try:
             token = state.acquire_lease(job.name, run_id)
         except LeaseHeld as held:
-            state.end_run(run_id, held.exit_code, {})
+            state.end_run(run_id, held.exit_code, {}, str(held))
             raise
         worker = worker_id()
         if not state.shared:
@@ -177,6 +178,22 @@ def record_exit(state_path: StateLocation, result: RunResult, exit_code: int) ->
         return
     with open_store(state_path) as state:
         state.note_exit(result.run_id, exit_code)
+
+
+def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:
+    """This run's id: for a plan applied before, the run that applied it, resumed (a plan is
+    applied once; with a shared state, a worker joining that run while it is live is a run
+    of its own); else a new run, which a plan being applied records as its own."""
+    if applied is not None and applied.run_id is not None:
+        if state.reopen_run(applied.run_id):
+            log.info("plan %s was applied by run %d: resuming it", applied.document["id"],
+                     applied.run_id)
+            return applied.run_id
+        return state.start_run(job.name, str(job.path))
+    run_id = state.start_run(job.name, str(job.path))
+    if applied is not None:
+        state.note_plan_applied(str(applied.document["id"]), run_id)
+    return run_id
 
 
 def _share(job: Job, options: RunOptions, started: str) -> Share:
@@ -267,7 +284,8 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
         for p in plan.items:
             if p.valid is not None:
                 stager(p)
-        state.note_approval(run_id, options.applied.approval)
+        if options.applied.run_id is None:  # applied again: its first approval stands
+            state.note_approval(run_id, options.applied.approval)
     stager.flush()
     state.note_checks(run_id, plan.report.invalid, plan.counts.get("refused", 0))
     if plan.stops:

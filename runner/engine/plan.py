@@ -45,6 +45,7 @@ from runner.payees.checks import Finding, PayeeChecks
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
+from runner.summary.lines import identifier_text
 from runner.summary.model import Scrubber
 from runner.validation import Report, validate_job
 
@@ -78,6 +79,9 @@ class PlannedItem:
     paid_to: str = ""  # who its item paid (or is paying), when its row asks otherwise now
     code: str = ""  # the provider's code, of a quotation it refused (``why``: its message)
     payee: Finding | None = None  # its payee check's finding
+    lineage: int = 1  # the item's ``-fN`` (``runner.state.derived_ref``) its ``ref`` is of
+    # Who is paid (``Flow.summary_of``: names and masked identifiers), for a plan kept whole.
+    who: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     valid: ValidItem | None = field(default=None, repr=False, compare=False)
     record: ItemRecord | None = field(default=None, repr=False, compare=False)
 
@@ -93,9 +97,10 @@ class PlannedItem:
     def as_dict(self) -> dict[str, Any]:
         price = self.price
         return {"external_id": self.external_id, "row": self.row, "action": self.action,
-                "ref": self.ref, "step": self.step, "changed": self.changed, "why": self.why,
+                "ref": self.ref, "lineage": self.lineage, "step": self.step,
+                "changed": self.changed, "why": self.why,
                 **({"code": self.code} if self.code else {}),
-                "fingerprint": self.fingerprint, "balance": self.balance,
+                "fingerprint": self.fingerprint, "balance": self.balance, **people(self.who),
                 **({k: _text(v) for k, v in asdict(price).items()} if price else {}),
                 **({"payee": self.payee.as_dict()} if self.payee is not None else {})}
 
@@ -105,6 +110,16 @@ class PlannedItem:
         return self.valid is not None and (
             self.action in ("new", "retry") or
             (self.action == "resume" and self.step in UNPAID_STEPS))
+
+
+def people(who: dict[str, Any] | None) -> dict[str, str]:
+    """Who an item pays, as a plan file lists it: the beneficiary's name, the payer (or the
+    payment method) and the account, masked as every report masks it."""
+    if who is None:
+        return {}
+    payer = who.get("payer_id", who.get("payment_method_id"))
+    return {"beneficiary": str(who.get("beneficiary") or ""),
+            "payer": "" if payer is None else str(payer), "account": identifier_text(who)}
 
 
 @dataclass
@@ -289,6 +304,8 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
             check(payees, planned)
         for p in planned:
             p.why = clean(p.why)
+            if sink is None and p.valid is not None:  # a plan kept whole says who it pays
+                p.who = flow.summary_of(p.valid.item)
             if sink is not None:
                 draw(flow, p, found)
                 sink(p)
@@ -367,18 +384,20 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
             p.why = f"already handled by job {owners[valid.external_id]}; not paid again"
         return p
     p.ref, p.step, p.changed = record.ref, record.step, record.fingerprint != request
+    p.lineage = record.lineage
     if record.source_currency and record.source_amount is not None and \
             record.step not in ("new", "final"):
         p.price = Price(record.source_currency, record.source_amount, record.fee,
                         price.rate if price else None, rate_name=price.rate_name if price
-                        else "")
+                        else "", received_currency=record.destination_currency or "",
+                        received=record.destination_amount)
     failure = " ".join(x for x in (record.error_code, record.error_message) if x)
     if record.step == "final":
         p.action, p.why = _final(record, failure, owners, flow, retry_failed,
                                  include_unchanged, p.changed)
         if p.action == "retry":
-            p.ref, p.step, p.price = derived_ref(record.external_id, record.lineage + 1), "new", \
-                price
+            p.lineage = record.lineage + 1
+            p.ref, p.step, p.price = derived_ref(record.external_id, p.lineage), "new", price
     elif record.outcome == "conflict":
         p.action, p.why = "review", record.error_message or "conflict"
     elif p.changed and (record.step != "new" or record.intent):
@@ -443,9 +462,8 @@ def _quote(job: Job, provider: Provider, plan: Plan) -> None:
         except ProviderHTTPError as exc:  # its message may echo what it was sent
             p.action, p.code, p.why = "quote_refused", exc.code or "", clean(exc.message)
             return
-        rate = p.price.rate if p.price else None
-        p.price = Price(quoted.currency, quoted.amount, quoted.fee, rate, quoted.quoted_rate,
-                        quoted.rate_name or (p.price.rate_name if p.price else ""))
+        p.price = replace(quoted, rate=p.price.rate if p.price else None,
+                          rate_name=quoted.rate_name or (p.price.rate_name if p.price else ""))
 
     with ThreadPoolExecutor(max_workers=job.run.concurrency, thread_name_prefix="quote") as pool:
         list(pool.map(one, todo))

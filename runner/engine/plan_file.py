@@ -1,24 +1,31 @@
 """The plan file: a plan (``runner plan JOB -o PLAN``) written for someone else to approve,
 and what `runner apply PLAN` checks before it pays exactly what the plan lists.
 
-The file is JSON (``"format": "runner plan"``, ``"version": 1``): the job (its name, kind,
-file and rows file with their sha256), the state it was planned against, who planned it
-(user and host) and when, until when it may be applied (``run.plan_valid_for``), and every
-row: its action, the external_id it goes out under, its request's fingerprint, its amount,
-fee (with ``--quote``) and rate, and the balance it draws on; then the balances. Amounts are
-exact decimals written as text. Nothing secret is in it: the job file is hashed, not read
-into it, and fingerprints leave card data out.
+The file is JSON (``"format": "runner plan"``, ``"version": 2``): its ``id``, the job (its
+name, kind, file and rows file with their sha256), the state it was planned against, who
+planned it (user and host) and when, until when it may be applied (``run.plan_valid_for``),
+and every row: its action, the external_id it goes out under (``ref``, of ``lineage``), its
+request's fingerprint, who it pays (beneficiary, payer, account masked to its last four),
+its amount, fee (with ``--quote``), rate and what the beneficiary receives, and the balance
+it draws on; then the balances; last the ``signatures`` (``runner.engine.approvals``).
+Amounts are exact decimals written as text. Nothing secret is in it: the job file is hashed,
+not read into it, fingerprints leave card data out, and accounts are masked.
+
+The plan's ``digest`` is the sha256 of its canonical JSON (sorted keys, no spaces, ASCII),
+``signatures`` left out: the same for any layout of the same content, different for any
+edit of it. ``runner plan -o`` keeps the plan in the state under its id; signatures sign it.
 
 ``precheck`` refuses without reading the provider (four eyes, expiry, the job file changed);
 ``compare`` refuses what the plan made again shows changed (a row, an amount, a rate moved by
 more than ``run.max_rate_change`` percent, the rows file); ``restrict`` leaves the run only
-what the plan lists to pay.
+what the plan lists to pay, under the external_ids it lists.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -31,17 +38,20 @@ from runner.job import Job
 from runner.state import Approval
 from runner.state.files import write_private
 
-FORMAT, VERSION = "runner plan", 1
+FORMAT, VERSION = "runner plan", 2
+SIGNATURES = "signatures"  # the one part of the file its digest leaves out
 SHOWN = 10  # reasons listed before "and N more"
 
 
 @dataclass(frozen=True)
 class AppliedPlan:
-    """A plan file being applied: its content, its sha256, and who approved it."""
+    """A plan file being applied: its content, its digest, who approved it, and the run
+    that applied it already (None: this is its first application)."""
 
     document: dict[str, Any]
     sha256: str
     approval: Approval
+    run_id: int | None = None
 
 
 def sha256_of(path: Path) -> str:
@@ -53,11 +63,11 @@ def sha256_of(path: Path) -> str:
 
 
 def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
-    """The plan as the file holds it."""
+    """The plan as the file holds it (unsigned)."""
     rows = job.rows_path
     valid_until = plan.made_at + timedelta(seconds=float(job.run.plan_valid_for))
     return {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT, "version": VERSION, "id": uuid.uuid4().hex,
         "job": {"name": job.name, "kind": job.kind, "file": str(job.path.resolve()),
                 "sha256": sha256_of(job.path),
                 "rows_file": str(rows.resolve()) if rows is not None else None,
@@ -71,18 +81,31 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
         "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
         "balances": [n.as_dict() for n in plan.needs],
         **({"payee_checks": plan.payee_checks()} if plan.verify else {}),
-        "items": [p.as_dict() for p in plan.items]}
+        "items": [p.as_dict() for p in plan.items], SIGNATURES: []}
+
+
+
+def canonical(content: dict[str, Any]) -> bytes:
+    """The plan's content as the bytes its digest is of: everything but its signatures,
+    keys sorted, no spaces, ASCII."""
+    body = {k: v for k, v in content.items() if k != SIGNATURES}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def digest_of(content: dict[str, Any]) -> str:
+    """The plan's digest: the sha256 of its canonical content, in hex."""
+    return hashlib.sha256(canonical(content)).hexdigest()
 
 
 def write_plan(content: dict[str, Any], path: Path) -> str:
-    """Write the plan file (whole or not at all, private: ``write_private``); its sha256."""
+    """Write the plan file (whole or not at all, private: ``write_private``); its digest."""
     text = json.dumps(content, indent=1) + "\n"
     write_private(path, text)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return digest_of(content)
 
 
 def read_plan(path: Path) -> tuple[dict[str, Any], str]:
-    """The plan file's content and sha256; PlanRefused when it is not one."""
+    """The plan file's content and digest; PlanRefused when it is not one."""
     try:
         raw = path.read_bytes()
         content = json.loads(raw)
@@ -92,26 +115,27 @@ def read_plan(path: Path) -> tuple[dict[str, Any], str]:
         raise PlanRefused([f"{path}: not a runner plan file"])
     if content.get("version") != VERSION:
         raise PlanRefused([f"{path}: plan file version {content.get('version')!r}; this "
-                           f"runner reads version {VERSION}"])
+                           f"runner reads version {VERSION} (make the plan again)"])
     missing = _incomplete(content)
     if missing:
         raise PlanRefused([f"{path}: an incomplete plan file: {missing}"])
-    return content, hashlib.sha256(raw).hexdigest()
+    return content, digest_of(content)
 
 
 def _incomplete(content: dict[str, Any]) -> str:
     """What apply reads of a plan file that is missing or of the wrong shape; '' if none."""
     try:
         job, planner = content["job"], content["planned_by"]
-        texts = [job["file"], job["sha256"], planner["user"], planner["host"],
-                 content["state"], content["planned_at"], content["valid_until"]]
-        datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
-        fields = [(i["external_id"], i["row"], i["action"], i["fingerprint"])
+        texts = [content["id"], job["file"], job["sha256"], job["name"], planner["user"],
+                 planner["host"], content["state"], content["planned_at"],
+                 content["valid_until"]]
+        fields = [(i["external_id"], i["row"], i["action"], i["fingerprint"], i["lineage"])
                   for i in content["items"]]
+        signatures = content[SIGNATURES]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f"{type(exc).__name__}: {exc}"
-    if not all(isinstance(t, str) for t in texts) or \
-            not all(isinstance(f[1], int) for f in fields):
+    if not all(isinstance(t, str) for t in texts) or not isinstance(signatures, list) or \
+            not all(isinstance(f[1], int) and isinstance(f[4], int) for f in fields):
         return "a value of the wrong type"
     return ""
 
@@ -133,7 +157,10 @@ def precheck(content: dict[str, Any], job: Job, approved_by: str, applied_by: st
         elif _same(applied_by, planner):
             reasons.append(f"four eyes: {applied_by} made the plan and cannot apply it "
                            f"(even approved by {approved_by})")
-    until = datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
+    try:
+        until = datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
+    except ValueError:
+        raise PlanRefused([f"valid_until {content['valid_until']!r} is not a time"]) from None
     if now > until:
         reasons.append(f"the plan expired at {content['valid_until']} (run.plan_valid_for "
                        f"{job.run.plan_valid_for}s after it was made); make a new one")
@@ -182,18 +209,23 @@ def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:
 
 
 def restrict(content: dict[str, Any], plan: Plan) -> None:
-    """Leave to pay only what the plan lists to pay (an item is sent again only when the
-    plan says so); the others become ``unplanned``, but those whose quotation the provider
-    refused when the plan was made, which stay refused (``quote_refused``), with the
-    provider's code and message, for the run to record."""
-    planned = {p["external_id"]: p for p in content["items"] if p["external_id"]}
+    """Leave to pay only what the plan lists to pay, under the external_id it lists (an item
+    is sent again only when the plan says so, as the plan says: applied again, a plan goes
+    on with what it started and never sends anything under a later ``-fN``); the others
+    become ``unplanned``, but those whose quotation the provider refused when the plan was
+    made, which stay refused (``quote_refused``), with the provider's code and message, for
+    the run to record."""
+    listed = {p["external_id"]: p for p in content["items"] if p["external_id"]}
     for p in plan.to_pay:
-        then = planned.get(p.external_id, {})
+        then = listed.get(p.external_id, {})
         action = then.get("action")
         if action == "quote_refused":
             p.action, p.code, p.why = action, str(then.get("code") or ""), str(then["why"])
-        elif action not in TO_PAY or (p.action == "retry") != (action == "retry"):
+        elif action not in TO_PAY:
             p.action, p.why = "unplanned", f"the plan says {action or 'nothing of it'}"
+        elif then["lineage"] != p.lineage:
+            p.action, p.why = "unplanned", (f"the plan pays it as {then['ref']}; sending it as "
+                                            f"{p.ref} needs a new plan")
 
 
 def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by: str,

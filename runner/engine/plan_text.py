@@ -42,7 +42,7 @@ def plan_lines(plan: Plan) -> list[str]:
     lines += payee_lines(plan)
     if plan.needs:
         lines.append("balances:")
-        lines += [f"  {_need(n)}" for n in plan.needs]
+        lines += [f"  {need_line(n)}" for n in plan.needs]
     lines.append(closing(plan))
     return lines
 
@@ -110,7 +110,7 @@ def _item(p: PlannedItem) -> str:
     return f"{name}: {why}" if why else name
 
 
-def _need(n: Need) -> str:
+def need_line(n: Need) -> str:
     if n.samples:
         fees = n.fee + n.estimated
         needed = f"{n.amount:,} + fees {fees:,} = {n.needed:,} needed ({n.estimated:,} of the " \

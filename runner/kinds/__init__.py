@@ -49,7 +49,9 @@ Problems = Iterable[tuple[str, str]]  # (field, message) of one item
 class Price:
     """What one item sends, in ``currency``: the amount, and when known the fee (from a
     quotation) and the rate (``rate``: the provider's published rate for it, read with a
-    GET; ``quoted_rate``: a real quotation's), with the name of that rate."""
+    GET; ``quoted_rate``: a real quotation's), with the name of that rate; and what its
+    beneficiary receives (``received`` in ``received_currency``: a quotation's, the row's,
+    or what the published rate gives)."""
 
     currency: str
     amount: Decimal
@@ -57,6 +59,8 @@ class Price:
     rate: Decimal | None = None
     quoted_rate: Decimal | None = None
     rate_name: str = ""
+    received_currency: str = ""
+    received: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class Kind:
     check: Callable[[Any, Catalogue], Problems] | None = None
     wants: Callable[[Any, Catalogue], None] | None = None
     amount: Callable[[Any, Catalogue | None], tuple[str, Decimal] | None] | None = None
+    # What the beneficiary receives, (currency, amount), as the provider will price it.
+    receives: Callable[[Any, Catalogue], tuple[str, Decimal] | None] | None = None
     # The provider's published rate an item converts at, (name, rate), for a plan; a plan
     # applied later is refused when it moved too much (run.max_rate_change).
     rate: Callable[[Any, Catalogue], tuple[str, Decimal] | None] | None = None

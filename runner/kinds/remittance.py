@@ -16,7 +16,12 @@ from runner.kinds import Kind, Price, Problems
 from runner.payees.checks import Payee, full_name
 from runner.provider import Provider
 from runner.validation.catalogue import Catalogue
-from runner.validation.rules import check_remittance, rate_band, source_estimate
+from runner.validation.rules import (
+    check_remittance,
+    destination_estimate,
+    rate_band,
+    source_estimate,
+)
 
 
 def _check(item: RemittanceItem, catalogue: Catalogue) -> Problems:
@@ -47,6 +52,13 @@ def _rate(item: RemittanceItem, catalogue: Catalogue) -> tuple[str, Decimal] | N
     return None if band is None else (_rate_name(item), band[1])
 
 
+def _receives(item: RemittanceItem, catalogue: Catalogue) -> tuple[str, Decimal] | None:
+    payer = catalogue.once(*catalogue.payer(item.payer_id))
+    rates = catalogue.once(*catalogue.rates(item.payer_id)) if payer is not None else None
+    amount = destination_estimate(item, payer, rates)
+    return None if amount is None else (item.destination.currency, amount)
+
+
 def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
     """A real quotation in the ``dryrun-`` namespace: it expires, nothing is confirmed."""
     body = {"external_id": f"dryrun-{stamp}-{valid.external_id}",
@@ -56,7 +68,10 @@ def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
     assert isinstance(valid.item, RemittanceItem)
     return Price(quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
                  quotation["fee"]["amount"], quoted_rate=quotation.get("wholesale_fx_rate"),
-                 rate_name=_rate_name(valid.item))
+                 rate_name=_rate_name(valid.item),
+                 received_currency=quotation["destination"]["currency"],
+                 # An amount without decimals (KES 1402) comes as a JSON integer.
+                 received=Decimal(quotation["destination"]["amount"]))
 
 
 def _payee(item: RemittanceItem) -> Payee:
@@ -75,4 +90,4 @@ def funds(provider: Provider) -> dict[str, Decimal]:
 
 KIND = Kind("remittance", RemittanceItem, RemittanceFlow, lambda p: p.money_transfer,
             "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, rate=_rate,
-            quote=_quote, funds=funds, payee=_payee)
+            receives=_receives, quote=_quote, funds=funds, payee=_payee)

@@ -14,9 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from runner.errors import StateMissing
-from runner.state.history import Approval, EarlierPaid, RetryRecord, derived_ref
+from runner.state.history import Approval, EarlierPaid, RetryRecord, Signer, derived_ref
 from runner.state.locations import StateLocation, check_url, is_database_url, parse_location
-from runner.state.records import AttemptRecord, ItemChanges, ItemRecord, RunRecord, WorkLeft
+from runner.state.records import (
+    AttemptRecord,
+    ItemChanges,
+    ItemRecord,
+    PlanFileRecord,
+    RunRecord,
+    WorkLeft,
+)
 from runner.state.store import LEASE_TTL, StateStore, now_iso
 
 
@@ -63,8 +70,10 @@ __all__ = [
     "EarlierPaid",
     "ItemChanges",
     "ItemRecord",
+    "PlanFileRecord",
     "RetryRecord",
     "RunRecord",
+    "Signer",
     "StateLocation",
     "StateStore",
     "WorkLeft",

@@ -17,7 +17,7 @@ from runner.state.locations import StateLocation
 from runner.state.store import StateStore
 
 TABLES = ("runs", "leases", "items", "attempts", "retries", "approvals", "job_steps",
-          "rate_slots", "plan_items", "job_passes", "job_rest", "worker_leases")
+          "rate_slots", "plan_items", "job_passes", "job_rest", "worker_leases", "plan_files")
 _IDENTITIES = ("runs", "attempts", "retries")
 
 

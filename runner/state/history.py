@@ -1,11 +1,13 @@
 """What the state keeps of how an item and a run came to be, as typed records: a failed
 item's retries (the lineage of external_ids it went out under, ``derived_ref``), an earlier
 attempt found paid after all (``EarlierPaid``), and who planned and approved a run
-(``Approval``, for `runner apply`)."""
+(``Approval``, for `runner apply`, with its ``Signer`` s)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 
 def derived_ref(external_id: str, lineage: int = 1, attempt: int = 1) -> str:
@@ -49,9 +51,23 @@ class EarlierPaid:
 
 
 @dataclass(frozen=True, slots=True)
+class Signer:
+    """One signature of a plan file, as verified: its role (``plan``: the planner's;
+    ``approve``), who signed (the principal the job's approvers file names for the key),
+    the key's fingerprint (``SHA256:...``) and when it was signed."""
+
+    role: str
+    principal: str
+    key: str
+    signed_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class Approval:
     """Who planned a run and who approved it (``runner plan -o`` then ``runner apply``):
-    names as given, hosts, times, and the plan file's sha256."""
+    names, hosts, times, and the plan file's digest (``plan_sha256``). Under four eyes the
+    names are the signers' principals, with the planner's key (``planner_key``) and every
+    signature (``signers``); else as given (``--approved-by``, or the user)."""
 
     plan_sha256: str
     planned_by: str
@@ -61,3 +77,18 @@ class Approval:
     applied_by: str
     applied_on: str
     approved_at: str
+    planner_key: str | None = None
+    signers: tuple[Signer, ...] = ()
+
+    def columns(self) -> dict[str, Any]:
+        """The approvals table's columns (``signers`` as JSON)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["signers"] = json.dumps([asdict(s) for s in self.signers]) \
+            if self.signers else None
+        return values
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Approval:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        values["signers"] = tuple(Signer(**s) for s in json.loads(row["signers"] or "[]"))
+        return cls(**values)

@@ -45,7 +45,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -53,7 +52,6 @@ import psycopg
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
-from runner.state.history import Approval
 from runner.state.pg_wire import (
     DecimalText,
     Tx,
@@ -236,13 +234,6 @@ class PostgresStore(PostgresWorkers, SqliteStore):
         return self._retried(once)
 
     # ------------------------------------------------------------ SQLite's own spellings
-    def note_approval(self, run_id: int, approval: Approval) -> None:
-        names = [f.name for f in fields(Approval)]
-        self._run(f"INSERT INTO approvals (run_id, {', '.join(names)}) VALUES "
-                  f"(?, {', '.join('?' * len(names))}) ON CONFLICT (run_id) DO UPDATE SET "
-                  + ", ".join(f"{n} = excluded.{n}" for n in names),
-                  [run_id, *(getattr(approval, n) for n in names)])
-
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         """The job's lease; a live holder does not refuse this run (the workers share the
         job): it gets a lease of its own in ``worker_leases``."""

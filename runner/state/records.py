@@ -184,6 +184,19 @@ class RunRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanFileRecord:
+    """A plan file as `runner plan -o` made it (``content``: its JSON, without signatures),
+    its digest, and the run that applies it (None: not applied yet)."""
+
+    id: str
+    job_name: str
+    digest: str
+    content: str
+    made_at: str
+    run_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WorkLeft:
     """A job's items in the state: how many, how many a run would still work on (not final
     and not a conflict), and when the latest of them changed."""

@@ -1,8 +1,8 @@
 """The runs of a job in the state (``runner.state.sqlite``, and PostgreSQL through it): one
 row per run (its job, start and end, exit code, counts, closing message and lines, the
 digest of its summary and of its inputs, whether it was mailed), with the calls it made,
-its approval and whether it still holds the job's lease. Written in SQL both backends
-share; PostgreSQL spells ``note_approval`` its own way."""
+its approval and whether it still holds the job's lease; and the plan files made for the
+job (``plan_files``), with the run that applies each. Written in SQL both backends share."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from runner.state.history import Approval
-from runner.state.records import RunRecord, WorkLeft
+from runner.state.records import PlanFileRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, now_iso
 
 _RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, "
@@ -91,15 +90,41 @@ class RunBook:
         return {r["external_id"]: r["at"] for r in rows}
 
     def note_approval(self, run_id: int, approval: Approval) -> None:
-        names = [f.name for f in fields(Approval)]
-        self._run(f"INSERT OR REPLACE INTO approvals (run_id, {', '.join(names)}) VALUES "
-                  f"(?, {', '.join('?' * len(names))})",
-                  [run_id, *(getattr(approval, n) for n in names)])
+        columns = approval.columns()
+        self._run(f"INSERT INTO approvals (run_id, {', '.join(columns)}) VALUES "
+                  f"(?, {', '.join('?' * len(columns))}) ON CONFLICT (run_id) DO UPDATE SET "
+                  + ", ".join(f"{n} = excluded.{n}" for n in columns),
+                  [run_id, *columns.values()])
+
+    def reopen_run(self, run_id: int) -> bool:
+        """Run ``run_id`` again (a plan applied again resumes the run that applied it): its
+        end cleared, this process its own; False, and nothing changed, while a live process
+        holds a lease for it."""
+        alive = time.time() - LEASE_TTL
+        return bool(self._rows(
+            "UPDATE runs SET ended_at = NULL, exit_code = NULL, host = ?, pid = ? WHERE id = ? "
+            "AND NOT EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND heartbeat_at > ?) "
+            "AND NOT EXISTS (SELECT 1 FROM worker_leases WHERE run_id = ? AND heartbeat_at > ?)"
+            " RETURNING id", [self.host, os.getpid(), run_id, run_id, alive, run_id, alive]))
+
+    def note_plan_file(self, plan: PlanFileRecord) -> None:
+        """Keep a plan file as it was made (once: a plan id already kept is left as it is)."""
+        self._run("INSERT INTO plan_files (id, job_name, digest, content, made_at, run_id) "
+                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                  [plan.id, plan.job_name, plan.digest, plan.content, plan.made_at,
+                   plan.run_id])
+
+    def plan_file(self, plan_id: str) -> PlanFileRecord | None:
+        rows = self._rows("SELECT * FROM plan_files WHERE id = ?", [plan_id])
+        return PlanFileRecord(**rows[0]) if rows else None
+
+    def note_plan_applied(self, plan_id: str, run_id: int) -> None:
+        self._run("UPDATE plan_files SET run_id = ? WHERE id = ?", [run_id, plan_id])
 
     def latest_run(self, job_name: str) -> RunRecord | None:
         lease = self._lease(job_name)
         rows = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_name = ? "
-                          "ORDER BY ended_at IS NULL, id DESC", [job_name])
+                          "ORDER BY ended_at IS NULL, ended_at DESC, id DESC", [job_name])
         chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
                       rows[0] if rows else None)
         if chosen is None:
@@ -121,8 +146,7 @@ class RunBook:
             live = lease is not None and lease["run_id"] == row["id"] and \
                 time.time() - lease["heartbeat_at"] < LEASE_TTL
             state = "running" if live else "interrupted"
-        approval = Approval(**{k: v for k, v in approved.items() if k != "run_id"}) \
-            if approved else None
+        approval = Approval.from_row(approved) if approved else None
         return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],
                          row["exit_code"], state, json.loads(row["counts"] or "{}"),
                          row["message"] or "", approval, row["digest"], bool(row["mailed"]),

@@ -164,3 +164,21 @@ def _earlier_paid(db: Database) -> None:
     # Earlier attempts of an item sent again (-fN) that the provider shows paid after all,
     # as `runner reconcile` found them (JSON): a double payment, in every view of the batch.
     db.table("items").add_column("earlier_paid", str)
+
+
+@migrations(name="0013_plan_files_signers")
+def _plan_files(db: Database) -> None:
+    # The plan files made for a job (`runner plan -o`): their content as made, whose digest
+    # an unsigned plan must still have when it is applied, and the run that applies each
+    # (a plan is applied once: applying it again resumes that run). An approval names who
+    # signed the plan, with their keys.
+    for sql in MIGRATION_0013:
+        db.execute(sql)
+
+
+MIGRATION_0013 = (
+    "CREATE TABLE plan_files (id text PRIMARY KEY, job_name text, digest text, "
+    "content text, made_at text, run_id bigint)",
+    "ALTER TABLE approvals ADD COLUMN planner_key text",
+    "ALTER TABLE approvals ADD COLUMN signers text",
+)

@@ -28,6 +28,7 @@ from runner.state.records import (
     ItemRecord,
     PayeeAcceptance,
     PayeeCheck,
+    PlanFileRecord,
     RunRecord,
     Staged,
     WorkLeft,
@@ -113,6 +114,23 @@ class StateStore(ABC):
     @abstractmethod
     def note_approval(self, run_id: int, approval: Approval) -> None:
         """Who planned and who approved the plan this run applies."""
+
+    @abstractmethod
+    def reopen_run(self, run_id: int) -> bool:
+        """Run ``run_id`` again, by this process (its end cleared); False, and nothing
+        changed, while a live process holds a lease for it."""
+
+    @abstractmethod
+    def note_plan_file(self, plan: PlanFileRecord) -> None:
+        """Keep a plan file as `runner plan -o` made it (a plan id kept already stays)."""
+
+    @abstractmethod
+    def plan_file(self, plan_id: str) -> PlanFileRecord | None:
+        """The plan file kept under ``plan_id``, if any."""
+
+    @abstractmethod
+    def note_plan_applied(self, plan_id: str, run_id: int) -> None:
+        """``run_id`` applies the plan ``plan_id`` (applying it again resumes that run)."""
 
     @abstractmethod
     def latest_run(self, job_name: str) -> RunRecord | None:

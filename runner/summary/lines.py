@@ -122,9 +122,15 @@ def state_of(r: ItemRecord) -> str:
     return r.outcome
 
 
+def identifier_text(who: dict[str, Any]) -> str:
+    """An item's masked identifiers (``Flow.summary_of``'s) as one text: ``msisdn
+    *********0001``."""
+    return ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
+
+
 def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -> ItemLine:
     who = json.loads(r.summary or "{}")
-    ident = ", ".join(f"{k} {v}" for k, v in sorted((who.get("identifier") or {}).items()))
+    ident = identifier_text(who)
     status = r.status or ""
     coded = status.isdigit()
     state = state_of(r)

@@ -149,6 +149,10 @@ def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provide
         rate = kind.rate(result.item, catalogue) if kind.rate and catalogue else None
         if rate is not None:
             price = replace(price, rate_name=rate[0], rate=rate[1])
+        received = kind.receives(result.item, catalogue) \
+            if kind.receives and catalogue and price.received is None else None
+        if received is not None:
+            price = replace(price, received_currency=received[0], received=received[1])
         report.add(price.currency, price.amount, price.fee or Decimal(0))
     if keep is not None:
         keep(result, price)

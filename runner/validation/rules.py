@@ -44,6 +44,19 @@ def source_estimate(item: RemittanceItem, rates: Mapping[str, Any] | None) -> De
     return None if band is None else band[0]
 
 
+def destination_estimate(item: RemittanceItem, payer: Mapping[str, Any] | None,
+                         rates: Mapping[str, Any] | None) -> Decimal | None:
+    """What the item's beneficiary receives, as the provider will price it: the row's amount
+    (DESTINATION_AMOUNT), or the source amount at the payer's rate, rounded down to the
+    payer's precision and increment."""
+    if item.mode != "SOURCE_AMOUNT":
+        return item.destination.amount
+    band = rate_band(item, rates)
+    if band is None or payer is None:
+        return None
+    return round_down(band[0] * band[1], payer["precision"], Decimal(payer["increment"]))
+
+
 def rate_band(item: RemittanceItem, rates: Mapping[str, Any] | None
               ) -> tuple[Decimal, Decimal] | None:
     """(source amount, wholesale rate) of the payer's band the item falls in; None when no
