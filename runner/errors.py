@@ -24,6 +24,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │                              expired, a rate moved, four eyes): nothing was sent
     ├── NeedsApproval              exit 2; under run.four_eyes money moves only through an
     │                              approved plan (`run`, `confirm` refused): nothing was sent
+    ├── SigningError               exit 2; a key that cannot sign (unreadable, a wrong
+    │                              passphrase), or a signature that does not verify
     ├── FileNotWritten             exit 74; a file runner writes (a plan, a report, a
     │                              summary) cannot be: a full disk, no permission, a link,
     │                              a device or a folder where it goes (runner.state.files)
@@ -200,6 +202,13 @@ class NeedsApproval(RunnerError):
     """``run.four_eyes``: a command that would move money without an approved plan file
     (`runner run`, `runner confirm`) is refused before anything is opened or sent; the message
     says how to plan, approve and apply."""
+
+    exit_code = 2
+
+
+class SigningError(RunnerError):
+    """A key cannot sign (unreadable, a public key, a wrong passphrase, a type not read), or a
+    signature cannot be read or does not verify (``runner.signatures``)."""
 
     exit_code = 2
 

@@ -5,10 +5,8 @@ of what was sent."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,16 @@ from engine_support import (
     transactions,
     write_job,
 )
+from plan_support import (
+    FIELDS,
+    allowed_signers,
+    edit,
+    four_eyes,
+    leaves,
+    make_key,
+    people_job,
+    with_run,
+)
 
 from runner.engine.plan_file import digest_of
 from runner.errors import JobErrors, NeedsApproval
@@ -33,19 +41,13 @@ from runner.sandbox import RunningSandbox, start_in_thread
 from runner.state import open_store
 
 
-def four_eyes(job: Path, **values: str) -> Path:
-    """The job with ``run.four_eyes: true`` (and more ``run:`` settings)."""
-    more = "".join(f"  {k}: {v}\n" for k, v in {"four_eyes": "true", **values}.items())
-    job.write_text(job.read_text().replace("run:\n", "run:\n" + more))
-    return job
-
-
 def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    job = four_eyes(write_job(tmp_path, sb))
+    approvers = allowed_signers(tmp_path / "approvers", make_key(tmp_path, "alice"))
+    job = four_eyes(write_job(tmp_path, sb), approvers)
     refusal = [f"error: {job} has run.four_eyes: money moves only through an approved plan: "
-               f"`runner plan {job} -o PLAN`, approved by another person, then `runner apply "
-               f"PLAN`; nothing was sent"]
+               f"`runner plan {job} -o PLAN --sign KEY`, `runner approve PLAN --sign KEY` by "
+               f"another key of run.approvers, then `runner apply PLAN`; nothing was sent"]
     for command in (["run", "--yes"], ["run"], ["run", "--yes", "--retry-failed"],
                     ["confirm", "--yes"]):
         result = cli(command[0], str(job), "--state", str(state), *command[1:])
@@ -61,15 +63,35 @@ def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
     assert posts(adm) == {}
 
 
-def test_four_eyes_with_confirm_false_is_an_invalid_job(sb: RunningSandbox,
-                                                        tmp_path: Path) -> None:
-    job = four_eyes(write_job(tmp_path, sb, confirm=False))
+def problems(job: Path) -> list[str]:
     with pytest.raises(JobErrors) as caught:
-        load_job(job)
-    assert [str(e) for e in caught.value] == [
-        f"{job}:28: run.confirm: run.four_eyes: the approved plan's apply confirms what it "
+        load_job(job, {"APPROVERS": "other"})
+    return [str(e) for e in caught.value]
+
+
+def test_four_eyes_settings_that_make_an_invalid_job(tmp_path: Path) -> None:
+    approvers = allowed_signers(tmp_path / "approvers", make_key(tmp_path, "alice"))
+    url = "http://127.0.0.1:9"  # never called: the job is refused as it loads
+    job = four_eyes(write_job(tmp_path, url, confirm=False), approvers)
+    assert problems(job) == [
+        f"{job}:29: run.confirm: run.four_eyes: the approved plan's apply confirms what it "
         f"pays and `runner confirm` is refused, so confirm: false would leave every item "
         f"unconfirmed; set it true"]
+    job = with_run(write_job(tmp_path, url), four_eyes="true")
+    assert problems(job) == [
+        f"{job}:25: run.approvers: run.four_eyes needs the keys that may plan and approve: an "
+        f"allowed-signers file (see docs/finance-loop.md)"]
+    job = with_run(write_job(tmp_path, url), approvals="2")
+    assert problems(job) == [f"{job}:26: run.approvals: goes with run.four_eyes: true"]
+    # Who approves is written in the job file, never taken from the environment.
+    job = four_eyes(write_job(tmp_path, url), Path("${APPROVERS}"))
+    assert problems(job) == [
+        f"{job}:27: run.approvers: written in the job file itself, not taken from the "
+        f"environment (no ${{...}} here)"]
+    approvers.write_text(approvers.read_text() + "bob@example.com ssh-ed25519 AAAA-not-a-key\n")
+    job = four_eyes(write_job(tmp_path, url), approvers)
+    assert problems(job) == [
+        f"{approvers}:3: the ssh-ed25519 key is not valid base64 of such a key"]
 
 
 # ---------------------------------------------------------------- a plan file that cannot be edited
@@ -81,29 +103,6 @@ class Made:
     state: Path
     plan: Path
     content: dict[str, Any]
-
-
-# Three people, and a row that is invalid (skipped: run.on_invalid: skip).
-PEOPLE = ("id,payer,amount,msisdn,first,last\n"
-          "a,1,10.00,+254700000001,Amina,Otieno\n"
-          "b,1,20.00,+254700000002,Brian,Kamau\n"
-          "c,2,30.00,+221770000003,Coumba,Ndiaye\n"
-          "d,1,abc,+254700000004,Daniel,Mwangi\n")
-
-
-def people_job(folder: Path, sandbox: RunningSandbox) -> Path:
-    """A remittance job paying PEOPLE by name, KES through payer 1 and XOF through payer 2."""
-    job = write_job(folder, sandbox, max_wait="10ms")  # the command line's waits are real
-    (folder / "rows.csv").write_text(PEOPLE)
-    text = job.read_text().replace(
-        "beneficiary: {firstname: Jo, lastname: Doe}",
-        'beneficiary: {firstname: "{{ row.first }}", lastname: "{{ row.last }}"}').replace(
-        "destination: {currency: KES}",
-        "destination: {currency: \"{{ 'KES' if row.payer == '1' else 'XOF' }}\"}").replace(
-        "sender: {firstname: Ada, lastname: Acme}",
-        "sender: {firstname: Ada, lastname: Acme, country_iso_code: FRA}")
-    job.write_text(text.replace("run:\n", "run:\n  on_invalid: skip\n"))
-    return job
 
 
 @pytest.fixture(scope="module")
@@ -120,70 +119,23 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
         sandbox.stop()
 
 
-TOP = ("job.name", "job.kind", "job.file", "job.sha256", "job.rows_file", "job.rows_sha256",
-       "state", "planned_by.user", "planned_by.host", "planned_at", "valid_until", "quoted",
-       "retry_failed", "max_rate_change", "four_eyes", "counts.new", "counts.invalid", "stops",
-       "shortfall")
-ITEM = ("external_id", "row", "action", "ref", "lineage", "step", "changed", "why",
-        "fingerprint", "balance", "beneficiary", "payer", "account", "currency", "amount",
-        "fee", "rate", "quoted_rate", "rate_name", "received_currency", "received")
-BALANCE = ("balance", "currency", "items", "amount", "fee", "needed", "available", "short")
-FIELDS = (*TOP, *(f"items[1].{f}" for f in ITEM), *(f"balances[0].{f}" for f in BALANCE))
-
-
-def leaves(value: Any, where: str = "") -> set[str]:
-    """The path of every value in a plan (the first item and balance standing for all)."""
-    if isinstance(value, dict):
-        return set().union(*(leaves(v, f"{where}.{k}" if where else k)
-                             for k, v in value.items()))
-    if isinstance(value, list) and value:
-        at = 1 if where == "items" else 0
-        return leaves(value[at], f"{where}[{at}]")
-    return {where}
-
-
 def test_every_field_of_a_plan_file_is_among_those_edited(made: Made) -> None:
     assert leaves(made.content) == {*FIELDS, "format", "version", "id", "signatures"}
-
-
-def edited(value: Any) -> Any:
-    """Another value of the same kind (an amount one hundred more, a name with a letter)."""
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + 1
-    if value is None:
-        return "1"
-    try:
-        return str(Decimal(value) + 100)
-    except ArithmeticError:
-        return value + "x"
-
-
-def at(content: dict[str, Any], path: str) -> tuple[Any, str]:
-    """The object holding ``path`` and the key (or index) of it."""
-    *parents, last = re.findall(r"[^.\[\]]+", path)
-    holder: Any = content
-    for part in parents:
-        holder = holder[int(part)] if part.isdigit() else holder[part]
-    return holder, last
 
 
 @pytest.mark.parametrize("field", FIELDS)
 def test_each_field_of_a_plan_file_edited_is_refused(made: Made, tmp_path: Path,
                                                     field: str) -> None:
     content = json.loads(made.plan.read_text())
-    holder, key = at(content, field)
-    was = holder[key]
-    holder[key] = edited(was)
+    was, now = edit(content, field)
     plan = tmp_path / "edited.json"
     plan.write_text(json.dumps(content, indent=2))
     result = cli("apply", str(plan), "--state", str(made.state), "--yes")
     name = field.replace("items[1]", "items[1] (row 3, pay-b)")
     why = f"the plan file was edited since it was made: {name} {json.dumps(was)} became " \
-          f"{json.dumps(holder[key])}"
+          f"{json.dumps(now)}"
     if field == "state":  # a plan is applied on its own state: the one it names now
-        why = f"the plan {plan} was made on the state {holder[key]}, and --state (or " \
+        why = f"the plan {plan} was made on the state {now}, and --state (or " \
               f"RUNNER_STATE) names {made.state}: a plan is applied on the state it was made " \
               f"on (make a new plan on the other state)"
     assert (result.exit_code, out_lines(result), err_lines(result)) == (2, [], [

@@ -129,7 +129,7 @@ def test_unknown_key_without_a_close_match_lists_the_keys() -> None:
     assert problems(job) == [
         "job.yaml:20: run.speed: unknown key; expected one of: concurrency, confirm, "
         "wait_for_final, retry, on_invalid, rate_limit, plan_valid_for, max_rate_change, "
-        "four_eyes, verify_payees, verify_for"
+        "four_eyes, approvers, approvals, verify_payees, verify_for"
     ]
 
 

@@ -3,7 +3,7 @@
 Each command parses its options, calls the library and formats the result; library errors
 become messages and exit codes here and nowhere else (``options.reports_errors``). ``HELP``
 below is what `runner --help` shows. The commands: ``run`` (validate, run, confirm), ``plan``
-(plan, apply), ``approvals`` (show), ``batch`` (status, report, resolve, reconcile),
+(plan, apply), ``approvals`` (show, approve), ``batch`` (status, report, resolve, reconcile),
 ``sandbox``, ``schema``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from runner import __version__
-from runner.cli.approvals import show
+from runner.cli.approvals import approve, show
 from runner.cli.batch import reconcile, report, resolve, status
 from runner.cli.options import quiet_stdout
 from runner.cli.plan import apply, plan
@@ -31,7 +31,8 @@ anyone twice. `base_url: sandbox` runs against the embedded provider sandbox.
 Example:
   runner validate jobs/payroll.yaml
   runner run jobs/payroll.yaml
-  runner plan jobs/payroll.yaml -o payroll.plan.json; runner show payroll.plan.json
+  runner plan jobs/payroll.yaml -o payroll.plan.json --sign ~/.ssh/id_ed25519
+  runner approve payroll.plan.json --sign ~/.ssh/id_ed25519   (another person)
   runner apply payroll.plan.json
 
 \b
@@ -40,8 +41,10 @@ Exit codes:
   1   some items failed, were refused or are unknown; a row changed after its
       item was paid or sent (left unpaid); or "no" to the question before money
       moves (nothing was sent or written)
-  2   usage error or invalid job file (nothing was sent); a plan refused by apply;
-      status, report or reconcile named a state database that does not exist
+  2   usage error or invalid job file (nothing was sent); a plan refused by apply,
+      or run and confirm refused under run.four_eyes; a key that cannot sign, or a
+      plan approve refuses; status, report or reconcile named a state database that
+      does not exist
   3   items handled, but the summary email could not be sent (or the summary not
       made); the summary is under the state folder's reports/ (a worse code wins)
   4   the balances cannot cover what is to be paid: nothing was paid (run, apply,
@@ -68,6 +71,6 @@ def main(ctx: click.Context) -> None:
     quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
 
 
-for command in (validate, plan, show, run, apply, confirm, status, report, resolve, reconcile,
-                sandbox, schema, state):
+for command in (validate, plan, show, approve, run, apply, confirm, status, report, resolve,
+                reconcile, sandbox, schema, state):
     main.add_command(command)

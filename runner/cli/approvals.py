@@ -1,30 +1,59 @@
-"""``runner show``: a plan file as its approver reads it, from the file itself (the people it
-pays, the amounts, the totals, who planned and who signed)."""
+"""``runner show`` and ``runner approve``: a plan file as its approver reads it, from the file
+itself (the people it pays, the amounts, the totals, who planned and who signed), and the
+approver's signature added to it."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import simplejson
 
 from runner.cli.options import reports_errors
 
+if TYPE_CHECKING:
+    from runner.engine.plan_listing import Listing
+
+PASSPHRASE = "RUNNER_KEY_PASSPHRASE"
+JOB_OPTION = click.option(
+    "--job", type=click.Path(dir_okay=False, path_type=Path),
+    help="The plan's job file, where it is not at the path the plan names (the same bytes: "
+         "its run.approvers say whose keys count).")
+
+
+def passphrase_for(key: Path) -> Callable[[], str | None]:
+    """Where the passphrase of a protected key comes from, asked only when the key needs
+    one: $RUNNER_KEY_PASSPHRASE, else the terminal (never echoed, never kept)."""
+    def ask() -> str | None:
+        if os.environ.get(PASSPHRASE):
+            return os.environ[PASSPHRASE]
+        if sys.stdin.isatty():
+            return str(click.prompt(f"Passphrase for {key}", hide_input=True, err=True))
+        return None
+
+    return ask
+
 
 @click.command()
 @click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="csv: one line per item to pay.")
+@JOB_OPTION
 @reports_errors
-def show(plan_file: Path, fmt: str) -> None:
+def show(plan_file: Path, fmt: str, job: Path | None) -> None:
     """List what the plan file PLAN pays, from the file itself (nothing is made again).
 
     Each item to pay: its row, external_id, beneficiary, payer, account (masked to its last
     four), the amount sent, the fee and the rate, and what the beneficiary receives; then
     the totals per currency, the items the plan does not pay and why, the balances when it
-    was made, who planned it and its signatures. Reads the file only; sends nothing. Exits
-    2 when PLAN is not a whole plan file.
+    was made, who planned it, and each signature: who signed (the principal run.approvers
+    names for its key), the key, when, and whether it holds. Reads files only; sends
+    nothing. Exits 2 when PLAN is not a whole plan file.
 
     \b
     Example:
@@ -32,6 +61,7 @@ def show(plan_file: Path, fmt: str) -> None:
     """
     from runner.engine.plan_file import read_plan
     from runner.engine.plan_listing import Listing, as_csv, as_json, lines
+    from runner.engine.plan_signing import signature_views
     from runner.errors import PlanRefused
 
     try:
@@ -39,7 +69,8 @@ def show(plan_file: Path, fmt: str) -> None:
     except PlanRefused as refused:
         click.echo(f"error: {'; '.join(refused.reasons)}", err=True)
         sys.exit(refused.exit_code)
-    listing = Listing(content, digest)
+    views, approvals = signature_views(content, digest, job, datetime.now(UTC))
+    listing = Listing(content, digest, views, approvals)
     if fmt == "json":
         click.echo(simplejson.dumps(as_json(listing), indent=2))
     elif fmt == "csv":
@@ -47,3 +78,46 @@ def show(plan_file: Path, fmt: str) -> None:
     else:
         for line in lines(listing):
             click.echo(line)
+
+
+@click.command()
+@click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--sign", type=click.Path(dir_okay=False, path_type=Path), metavar="KEY",
+              required=True, help="Your SSH private key (one of run.approvers; a passphrase "
+                                  "from $RUNNER_KEY_PASSPHRASE or asked).")
+@click.option("--yes", is_flag=True, help="Do not show the plan and ask first.")
+@JOB_OPTION
+@reports_errors
+def approve(plan_file: Path, sign: Path, yes: bool, job: Path | None) -> None:
+    """Approve the plan file PLAN: add your signature to it (run.four_eyes).
+
+    On a terminal it lists the plan first, as `runner show` does, and asks. Refused (exit
+    2, the file left as it is) when your key is not in run.approvers, signed the plan
+    already (a planner does not approve his own plan), when the plan's signatures do not
+    hold (it was edited since it was signed), or when it expired. Once run.approvals keys
+    approved it, `runner apply PLAN` pays it (from cron too). Sends nothing.
+
+    \b
+    Example:
+      runner approve payroll.plan.json --sign ~/.ssh/id_ed25519
+    """
+    from runner.engine.plan_signing import approve_plan
+    from runner.errors import PlanRefused
+
+    ask = None if yes or not (sys.stdin.isatty() and sys.stderr.isatty()) else _ask
+    try:
+        signed, stands = approve_plan(plan_file, sign, passphrase_for(sign), job,
+                                      datetime.now(UTC), ask)
+    except PlanRefused as refused:
+        click.echo(f"not approved: {'; '.join(refused.reasons)}", err=True)
+        sys.exit(refused.exit_code)
+    click.echo(f"approved by {signed.principal} ({signed.key}): {stands}; `runner apply "
+               f"{plan_file}` pays it once run.approvals keys approved it")
+
+
+def _ask(listing: Listing) -> bool:
+    from runner.engine.plan_listing import lines
+
+    for line in lines(listing):
+        click.echo(line, err=True)
+    return click.confirm("Approve this plan?", default=False, err=True)

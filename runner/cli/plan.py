@@ -43,22 +43,31 @@ def _store(path: StateLocation, keep: bool) -> tuple[StateStore, bool]:
 
 
 def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
-              fmt: str, output: Path | None, verify: bool = False, *,
-              include_unchanged: bool = False) -> int:
-    """Print (and with ``output`` write) the plan of ``job``; the exit code a run would
-    have before sending anything: 2 invalid items stop it, 4 the balances are short.
-    Payees are checked under the job's ``run.verify_payees``, or with ``verify`` (warn)
-    when it is off."""
+              fmt: str, output: Path | None, verify: bool = False,
+              sign: Path | None = None, *, include_unchanged: bool = False) -> int:
+    """Print (and with ``output`` write, signed with the key in ``sign``) the plan of
+    ``job``; the exit code a run would have before sending anything: 2 invalid items stop
+    it, 4 the balances are short. Payees are checked under the job's
+    ``run.verify_payees``, or with ``verify`` (warn) when it is off."""
+    from runner.cli.approvals import passphrase_for
     from runner.connect import connect
     from runner.engine.approvals import keep_plan
     from runner.engine.plan import flow_for, make_plan
     from runner.engine.plan_file import document, write_plan
+    from runner.engine.plan_signing import PLAN, sign_plan
     from runner.engine.plan_text import plan_lines
     from runner.job import load_job
+    from runner.signatures import read_allowed_signers
     from runner.state import open_store
     from runner.summary.model import FUNDS_SHORT
 
     loaded = load_job(job)
+    if sign is not None and (output is None or loaded.approvers_path is None):
+        raise click.UsageError("--sign signs the plan file (-o) of a job with run.four_eyes "
+                               "and its run.approvers")
+    if output is not None and sign is None and loaded.run.four_eyes:
+        raise click.UsageError("run.four_eyes: the planner signs the plan file as it is made: "
+                               "add --sign KEY (your SSH private key, listed in run.approvers)")
     path = state_path_of(state)
     policy = loaded.run.verify_payees
     policy = "warn" if verify and policy == "off" else policy
@@ -75,6 +84,10 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
         content = document(plan, loaded, location_text(path))
+        if sign is not None and loaded.approvers_path is not None:
+            signer = sign_plan(content, PLAN, sign, passphrase_for(sign),
+                               read_allowed_signers(loaded.approvers_path), datetime.now(UTC))
+            click.echo(f"signed by {signer.principal} ({signer.key}) as its planner", err=True)
         with open_store(path) as kept:  # kept first: a plan file is never without its record
             keep_plan(kept, content)
         digest = write_plan(content, output)
@@ -105,10 +118,14 @@ def _drop(planned: Any) -> None:
               help="Check each payee with the provider (the account's status, the holder's "
                    "name against the row's), as run.verify_payees: warn does; the job's "
                    "run.verify_payees checks without it.")
+@click.option("--sign", type=click.Path(dir_okay=False, path_type=Path), metavar="KEY",
+              help="Sign the plan file as its planner with this SSH private key (one of "
+                   "run.approvers; a passphrase from $RUNNER_KEY_PASSPHRASE or asked).")
 @state_option
 @reports_errors
 def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fmt: str,
-         output: Path | None, verify: bool, state: StateLocation | None) -> None:
+         output: Path | None, verify: bool, sign: Path | None,
+         state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
     Sends nothing (but quotations in a dryrun- namespace, never confirmed: --quote's, and,
@@ -117,7 +134,8 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fm
     (--retry-failed), settled, failed earlier (changed in the job since, or not), needing a
     person, held by the payee check, refused (held by another job) and invalid, the payee
     checks' findings (--verify, run.verify_payees), then per balance the amounts (and fees
-    with --quote) against what it holds. -o writes the plan file for `runner apply`.
+    with --quote) against what it holds. -o writes the plan file for `runner apply` (and
+    keeps it in the state); with run.four_eyes, --sign KEY signs it as its planner.
     Exits 0 when a run could go, 2 when invalid items stop it, 4 when the balances are
     short.
 
@@ -125,17 +143,19 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fm
     Example:
       runner plan jobs/payroll.yaml --quote -o payroll.plan.json
       runner plan jobs/payroll.yaml --verify
+      runner plan jobs/payroll.yaml --quote -o payroll.plan.json --sign ~/.ssh/id_ed25519
     """
     if include_unchanged and not retry_failed:
         raise click.UsageError("--include-unchanged goes with --retry-failed")
-    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify,
+    sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify, sign,
                        include_unchanged=include_unchanged))
 
 
 @click.command()
 @click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--approved-by", metavar="NAME",
-              help="Who approved the plan (default: the user running apply).")
+              help="Without run.four_eyes, the name recorded as who approved the plan "
+                   "(default: the user running apply); under four eyes the signers are.")
 @run_options
 @reports_errors
 def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
@@ -143,16 +163,18 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
           verbose: bool) -> None:
     """Pay exactly what the plan file PLAN (`runner plan JOB -o PLAN`) lists.
 
-    Refused (exit 2, nothing sent) when the job, a row or an amount changed since the plan,
-    when it is older than run.plan_valid_for, when a rate moved by more than
-    run.max_rate_change percent, or, with run.four_eyes, when the approver (or whoever
-    applies it) made it. It is paid on the state the plan was made on (--state naming
-    another is refused); the state and the summary name who planned and who approved.
-    Otherwise as `runner run`, whose options it takes.
+    Refused (exit 2, nothing sent) when the plan file was edited in any way, when the job,
+    a row or an amount changed since the plan, when it is older than run.plan_valid_for,
+    when a rate moved by more than run.max_rate_change percent, or, with run.four_eyes,
+    unless its planner's key signed it and run.approvals other keys of run.approvers
+    approved it (`runner approve`). It is paid on the state the plan was made on (--state
+    naming another is refused), once: applying it again resumes the run that applied it.
+    The state and the summary name who planned and who approved. Without a terminal (cron)
+    nothing is asked. Otherwise as `runner run`, whose options it takes.
 
     \b
     Example:
-      runner apply payroll.plan.json --approved-by "Grace Hopper" --yes
+      runner apply payroll.plan.json --yes
     """
     from runner.engine.approvals import admit
     from runner.engine.plan import who
@@ -163,7 +185,6 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     from runner.state.locations import planned_location
 
     user, host = who()
-    approver = approved_by or user
     now = datetime.now(UTC)
     try:
         content, digest = read_plan(plan_file)
@@ -172,7 +193,7 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
         except BadStateLocation as exc:
             raise PlanRefused([str(exc)]) from None
         with open_store(location, create=False) as store:
-            job, applied = admit(content, digest, store, approver, user, host, now)
+            job, applied = admit(content, digest, store, approved_by, user, host, now)
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)
         sys.exit(refused.exit_code)

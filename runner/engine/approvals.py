@@ -1,14 +1,16 @@
 """What `runner apply` admits of a plan file, and four eyes (``run.four_eyes``): money moves
-only through a plan file its planner made and someone else approved.
+only through a plan file its planner signed and other keys of the job's approvers approved.
 
 ``require_plan`` is the gate every path that moves money passes: a run that is not the
 application of a plan file (`runner run`, with or without ``--retry-failed``, and `runner
 confirm`) is refused before anything is opened or sent.
 
-``keep_plan`` keeps a plan file in the state as `runner plan -o` makes it; ``admit`` takes a
-plan file to apply only when the state kept it with the same digest (any edit is refused,
-and ``edits`` names each field changed), then as ``runner.engine.plan_file.precheck`` allows;
-a plan applied before comes back with its run, which applying it again resumes.
+``keep_plan`` keeps a plan file in the state as `runner plan -o` makes it (its digest is
+what an unsigned plan must still have when it is applied); ``admit`` takes a plan file to
+apply only when nothing of it was edited (against the state's copy: ``edits`` names each
+field changed; or, signed, against its signatures: ``runner.engine.plan_signing``), then as
+``runner.engine.plan_file.precheck`` allows; a plan applied before comes back with its run,
+which applying it again resumes.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from runner.engine.plan_file import (
     job_file,
     precheck,
 )
+from runner.engine.plan_signing import check_signatures, signed_approval, standing
 from runner.errors import NeedsApproval, PlanRefused
 from runner.job import Job, load_job
+from runner.signatures import read_allowed_signers
 from runner.state import PlanFileRecord, StateStore
 
 
@@ -38,28 +42,44 @@ def require_plan(job: Job, applying: bool) -> None:
     if job.run.four_eyes and not applying:
         raise NeedsApproval(
             f"{job.path} has run.four_eyes: money moves only through an approved plan: "
-            f"`runner plan {job.path} -o PLAN`, approved by another person, then `runner "
-            f"apply PLAN`; nothing was sent")
+            f"`runner plan {job.path} -o PLAN --sign KEY`, `runner approve PLAN --sign KEY` "
+            f"by another key of run.approvers, then `runner apply PLAN`; nothing was sent")
 
 
-def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: str,
+def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: str | None,
           applied_by: str, applied_on: str, now: datetime) -> tuple[Job, AppliedPlan]:
     """The plan file ``content`` as `runner apply` may pay it, with its job, or PlanRefused
-    with every reason (nothing is sent): a plan this state did not keep when it was made,
-    one edited since (before anything of it is read), then what ``precheck`` refuses. A
-    plan applied before comes with its run."""
+    with every reason (nothing is sent). A plan the state kept must have kept its digest
+    (each field edited is named). Under four eyes its signatures must hold (``standing``),
+    and the approvers are its signers (``approved_by`` names nobody); else the state must
+    have kept it. Then what ``precheck`` refuses. A plan applied before comes with its run."""
     kept = state.plan_file(str(content["id"]))
-    if kept is None:
-        raise PlanRefused([f"plan {content['id']} was not made against the state "
-                           f"{state.location} (`runner plan -o` keeps each plan in the state "
-                           f"it plans against): apply it with that state, or make a new plan"])
-    if kept.digest != digest:
+    if kept is not None and kept.digest != digest:
         raise PlanRefused(["the plan file was edited since it was made: " + "; ".join(
             _shown(edits(json.loads(kept.content), content)) or ["its digest differs"])])
     job = load_job(job_file(content))
-    precheck(content, job, approved_by, applied_by, now)
-    return job, AppliedPlan(content, digest, approval(content, digest, approved_by, applied_by,
-                                                      applied_on, now), kept.run_id)
+    precheck(content, job, now)
+    if job.run.four_eyes:
+        if approved_by:
+            raise PlanRefused(["--approved-by names nobody under run.four_eyes: the plan's "
+                               "approvers are the keys that signed it"])
+        assert job.approvers_path is not None  # the job model requires it with four eyes
+        views = check_signatures(content, digest, read_allowed_signers(job.approvers_path),
+                                 now)
+        reasons = standing(views, job.run.approvals).reasons
+        if reasons:
+            raise PlanRefused(reasons)
+        if kept is None:  # signed elsewhere: kept now, so that it is applied once
+            keep_plan(state, content)
+        record = signed_approval(content, digest, views, applied_by, applied_on, now)
+    elif kept is None:
+        raise PlanRefused([f"plan {content['id']} was not made against the state "
+                           f"{state.location} (`runner plan -o` keeps each plan in the state "
+                           f"it plans against): apply it with that state, or make a new plan"])
+    else:
+        record = approval(content, digest, approved_by or applied_by, applied_by, applied_on,
+                          now)
+    return job, AppliedPlan(content, digest, record, kept.run_id if kept else None)
 
 
 def keep_plan(state: StateStore, content: dict[str, Any]) -> None:

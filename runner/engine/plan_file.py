@@ -64,17 +64,18 @@ def sha256_of(path: Path) -> str:
 
 def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
     """The plan as the file holds it (unsigned)."""
-    rows = job.rows_path
+    rows, approvers = job.rows_path, job.approvers_path
     valid_until = plan.made_at + timedelta(seconds=float(job.run.plan_valid_for))
     return {
         "format": FORMAT, "version": VERSION, "id": uuid.uuid4().hex,
         "job": {"name": job.name, "kind": job.kind, "file": str(job.path.resolve()),
                 "sha256": sha256_of(job.path),
                 "rows_file": str(rows.resolve()) if rows is not None else None,
-                "rows_sha256": sha256_of(rows) if rows is not None else None},
+                "rows_sha256": sha256_of(rows) if rows is not None else None,
+                "approvers_sha256": sha256_of(approvers) if approvers is not None else None},
         "state": state,
         "planned_by": {"user": plan.made_by, "host": plan.made_on},
-        "planned_at": _iso(plan.made_at), "valid_until": _iso(valid_until),
+        "planned_at": iso(plan.made_at), "valid_until": iso(valid_until),
         "quoted": plan.quoted, "retry_failed": plan.retry_failed,
         "include_unchanged": plan.include_unchanged,
         "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
@@ -144,19 +145,11 @@ def job_file(content: dict[str, Any]) -> Path:
     return Path(content["job"]["file"])
 
 
-def precheck(content: dict[str, Any], job: Job, approved_by: str, applied_by: str,
-             now: datetime) -> None:
-    """What is refused before anything is read from the provider: an approver (or whoever
-    applies) who made the plan when ``run.four_eyes``, a plan past its validity, a job file
-    changed since (a rows file changed is ``compare``'s, which names the rows)."""
+def precheck(content: dict[str, Any], job: Job, now: datetime) -> None:
+    """What is refused before anything is read from the provider: a plan past its validity,
+    of another job, or made from a job file (or an approvers file) changed since (a rows file
+    changed is ``compare``'s, which names the rows)."""
     reasons = []
-    planner = str(content["planned_by"]["user"])
-    if job.run.four_eyes:
-        if _same(approved_by, planner):
-            reasons.append(f"four eyes: {approved_by} made the plan and cannot approve it")
-        elif _same(applied_by, planner):
-            reasons.append(f"four eyes: {applied_by} made the plan and cannot apply it "
-                           f"(even approved by {approved_by})")
     try:
         until = datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
     except ValueError:
@@ -168,6 +161,9 @@ def precheck(content: dict[str, Any], job: Job, approved_by: str, applied_by: st
         reasons.append(f"the plan is of job {content['job']['name']}, not {job.name}")
     if sha256_of(job.path) != content["job"]["sha256"]:
         reasons.append(f"the job file {job.path} changed since the plan")
+    approvers = job.approvers_path
+    if approvers is not None and sha256_of(approvers) != content["job"].get("approvers_sha256"):
+        reasons.append(f"the approvers file {approvers} changed since the plan")
     if reasons:
         raise PlanRefused(reasons)
 
@@ -230,10 +226,11 @@ def restrict(content: dict[str, Any], plan: Plan) -> None:
 
 def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by: str,
              applied_on: str, now: datetime) -> Approval:
+    """Who planned and who approved a plan applied without four eyes: names as given."""
     planner = content["planned_by"]
     return Approval(sha256, str(planner["user"]), str(planner["host"]),
                     str(content["planned_at"]), approved_by, applied_by, applied_on,
-                    _iso(now))
+                    iso(now))
 
 
 def _amount(p: PlannedItem, then: dict[str, Any]) -> list[str]:
@@ -270,9 +267,5 @@ def _name(p: PlannedItem) -> str:
     return f"row {p.row} ({p.external_id})"
 
 
-def _same(a: str, b: str) -> bool:
-    return a.strip().casefold() == b.strip().casefold()
-
-
-def _iso(when: datetime) -> str:
+def iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

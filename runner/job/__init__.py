@@ -1,7 +1,8 @@
 """Job files: the YAML model, loading, rows and templating (DESIGN.md, "The job file").
 
 ``load_job(path)`` returns a checked ``Job`` or raises ``JobErrors`` with every problem;
-``iter_items(job)`` streams its rows as ``ValidItem`` or ``InvalidItem``. Checks that need
+``iter_items(job)`` streams its rows as ``ValidItem`` or ``InvalidItem``; ``approval_rules``
+reads only who approves a job's plans. Checks that need
 the provider (payers, payment methods, balances) come later, in the engine's validation.
 """
 
@@ -9,6 +10,7 @@ from runner.job.loading import (
     InvalidItem,
     ItemResult,
     ValidItem,
+    approval_rules,
     check_job,
     iter_items,
     load_job,
@@ -20,6 +22,7 @@ __all__ = [
     "ItemResult",
     "Job",
     "ValidItem",
+    "approval_rules",
     "check_job",
     "iter_items",
     "load_job",

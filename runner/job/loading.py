@@ -31,11 +31,11 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from runner.errors import JobError, JobErrors
-from runner.job.document import Location, dotted, line_at, read_document
+from runner.job.document import Lines, Location, dotted, line_at, read_document
 from runner.job.env import substitute
 from runner.job.fields import JobModel
 from runner.job.limits import JOB_FILE_BYTES_MAX
-from runner.job.model import Job
+from runner.job.model import Job, Run
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.seen import Seen
@@ -86,6 +86,8 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
         raise JobErrors([JobError(file, line, None, "not UTF-8 text; save the file as "
                                   "UTF-8")]) from None
     tree, lines, errors = read_document(text, file)
+    fixed = _from_the_environment(tree, lines, file)
+    errors += fixed
     tree, missing = substitute(tree, os.environ if environ is None else environ, file, lines)
     errors += missing
     try:
@@ -100,10 +102,61 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
         raise JobErrors(sorted(errors, key=lambda error: error.row or 0)) from None
     job._path = Path(path)
     job._lines = lines
-    errors += _items_problems(job)
+    errors += _items_problems(job) + ([] if fixed else _approvers_problems(job))
     if errors:
         raise JobErrors(sorted(errors, key=lambda error: (error.file != file, error.row or 0)))
     return job
+
+
+# Who may approve, and how many must: written in the job file itself (which is reviewed and
+# hashed into every plan), never taken from the environment of whoever runs runner.
+FIXED = ("four_eyes", "approvers", "approvals")
+
+
+def _from_the_environment(tree: Any, lines: Lines, file: str) -> list[JobError]:
+    run = tree.get("run") if isinstance(tree, dict) else None
+    if not isinstance(run, dict):
+        return []
+    return [JobError(file, line_at(lines, ("run", key)), f"run.{key}", "written in the job "
+                     "file itself, not taken from the environment (no ${...} here)")
+            for key in FIXED if isinstance(run.get(key), str) and "${" in run[key]]
+
+
+def _approvers_problems(job: Job) -> list[JobError]:
+    from runner.signatures import read_allowed_signers
+
+    path = job.approvers_path
+    if path is None:
+        return []
+    try:
+        read_allowed_signers(path)
+    except JobError as error:
+        return [error]
+    return []
+
+
+def approval_rules(path: Path) -> Run:
+    """The job's run settings that say who approves its plans (``FIXED``, and ``confirm``),
+    read without the rest of the job: approving or showing a plan needs no provider
+    credentials from the environment. JobErrors when they are not valid."""
+    file = str(path)
+    try:
+        text = _read_job_file(file).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise JobErrors([JobError(file, None, None, "not UTF-8 text")]) from None
+    tree, lines, _ = read_document(text, file)
+    errors = _from_the_environment(tree, lines, file)
+    found = tree.get("run")
+    run: dict[str, Any] = found if isinstance(found, dict) else {}
+    try:
+        rules = Run.model_validate({k: run[k] for k in (*FIXED, "confirm") if k in run})
+    except ValidationError as exc:
+        errors += [JobError(file, line_at(lines, ("run", *location)),
+                            dotted(("run", *location)), message)
+                   for location, message in explain(exc, Run)]
+    if errors:
+        raise JobErrors(errors)
+    return rules
 
 
 def _read_job_file(file: str) -> bytes:

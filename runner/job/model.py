@@ -210,9 +210,16 @@ class Run(JobModel):
         description="percent a rate may move between a plan and its `runner apply`; more "
         "and the plan is refused")
     four_eyes: bool = Field(
-        default=False, description="money moves only through a plan file approved by "
-        "someone other than its planner (`runner apply`); `runner run` and `runner confirm` "
-        "are refused")
+        default=False, description="money moves only through a plan file signed by its "
+        "planner and approved by other keys of run.approvers (`runner apply`); `runner run` "
+        "and `runner confirm` are refused")
+    approvers: Line | None = Field(
+        default=None, min_length=1, description="with four_eyes: the keys that may plan and "
+        "approve, as an allowed-signers file (git's gpg.ssh.allowedSignersFile, ssh-keygen "
+        "-Y verify's -f), relative to the job file")
+    approvals: int = Field(
+        default=1, ge=1, le=20, description="with four_eyes: how many approvers sign a plan, "
+        "each with a key of its own, none the planner's")
     verify_payees: Annotated[Literal["off", "warn", "hold"],
                              BeforeValidator(_off_is_false)] = Field(
         default="off", description="check each payee with the provider before money moves "
@@ -226,11 +233,17 @@ class Run(JobModel):
         "30d, 12h ...); 0: ask every time; at most 366d")
 
     @model_validator(mode="after")
-    def _approved_plans_confirm(self) -> Self:
+    def _approved_plans(self) -> Self:
         if self.four_eyes and not self.confirm:
             raise FieldProblem("confirm", "run.four_eyes: the approved plan's apply confirms "
                                "what it pays and `runner confirm` is refused, so confirm: "
                                "false would leave every item unconfirmed; set it true")
+        if self.four_eyes and self.approvers is None:
+            raise FieldProblem("approvers", "run.four_eyes needs the keys that may plan and "
+                               "approve: an allowed-signers file (see docs/finance-loop.md)")
+        for name in ("approvers", "approvals"):
+            if name in self.model_fields_set and not self.four_eyes:
+                raise FieldProblem(name, "goes with run.four_eyes: true")
         return self
 
 
@@ -340,6 +353,11 @@ class Job(JobModel):
     def rows_path(self) -> Path | None:
         """The rows file named by ``items.from``, or None for inline rows."""
         return None if self.items.from_ is None else self._path.parent / self.items.from_
+
+    @property
+    def approvers_path(self) -> Path | None:
+        """The allowed-signers file named by ``run.approvers``, if any."""
+        return None if self.run.approvers is None else self._path.parent / self.run.approvers
 
     @property
     def rows_format(self) -> Literal["csv", "jsonl"] | None:

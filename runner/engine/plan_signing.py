@@ -1,0 +1,246 @@
+"""A plan file's signatures: its planner's (``runner plan JOB -o PLAN --sign KEY``) and its
+approvers' (``runner approve PLAN --sign KEY``), checked by `runner apply` against the keys of
+the job's ``run.approvers`` (``runner.signatures``).
+
+A signature is an SSH signature (namespace ``runner-plan``) of three lines that name the plan
+by its digest, the signer's role and when they signed::
+
+    runner plan sha256:<digest>
+    role: approve
+    signed at: 2026-11-25T10:02:11Z
+
+The digest covers every byte `runner apply` relies on (``runner.engine.plan_file``), so an
+edit of any of them, or of a signature's role or time, makes the signature fail. The file
+keeps its signatures in its ``signatures`` list (``role``, ``signed_at``, ``signature``);
+who signed is not written there but found: the principal that the approvers file names for
+the signature's key. ``ssh-keygen -Y verify -f APPROVERS -I PRINCIPAL -n runner-plan -s SIG``
+checks one by hand, given those three lines on its input.
+
+Four eyes holds when the planner's key signed (as planner: the plan's ``planned_by`` is
+that key's principal) and ``run.approvals`` other keys approved: each key counts once, the
+planner's never as an approver, and any signature that does not hold refuses the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from runner.engine.plan_file import (
+    SIGNATURES,
+    digest_of,
+    iso,
+    read_plan,
+    sha256_of,
+    write_plan,
+)
+from runner.engine.plan_listing import Listing, SignatureView
+from runner.errors import JobError, JobErrors, PlanRefused, SigningError
+from runner.job import approval_rules
+from runner.signatures import (
+    AllowedSigner,
+    fingerprint,
+    key_blob,
+    load_signing_key,
+    read_allowed_signers,
+    sign,
+    signer_of,
+    verify,
+)
+from runner.state import Approval, Signer
+
+NAMESPACE = "runner-plan"
+PLAN, APPROVE = "plan", "approve"
+
+
+def message(digest: str, role: str, signed_at: str) -> bytes:
+    """What a signature of the plan ``digest`` signs."""
+    return f"runner plan sha256:{digest}\nrole: {role}\nsigned at: {signed_at}\n".encode()
+
+
+def sign_plan(content: dict[str, Any], role: str, key_file: Path,
+              passphrase: Callable[[], str | None], signers: list[AllowedSigner],
+              now: datetime) -> SignatureView:
+    """Sign the plan ``content`` (in place) with the key in ``key_file`` as its planner
+    (``PLAN``: the plan then names the key's principal as its planner) or an approver.
+    SigningError when the key may not: not in the approvers, or it signed this plan already
+    (a planner does not approve his own plan)."""
+    key = load_signing_key(key_file, passphrase)
+    blob = key_blob(key.public_key())
+    found = fingerprint(blob)
+    line, why = signer_of(signers, blob, NAMESPACE, now)
+    if line is None:
+        raise SigningError(f"the key {key_file} ({found}) cannot sign this job's plans: {why}")
+    if role == PLAN:
+        content[SIGNATURES] = []
+        content["planned_by"] = {**content["planned_by"], "user": line.principals,
+                                 "key": found}
+    else:
+        done = [v for v in check_signatures(content, digest_of(content), signers, now)
+                if v.key == found]
+        if done:
+            signed = "planned" if done[0].role == PLAN else "approved"
+            raise SigningError(f"the key {key_file} ({found}, {line.principals}) {signed} "
+                               f"this plan already: another key approves it")
+    signed_at = iso(now)
+    content[SIGNATURES].append({"role": role, "signed_at": signed_at, "signature": sign(
+        key, message(digest_of(content), role, signed_at), NAMESPACE)})
+    return SignatureView(role, line.principals, found, signed_at, "valid")
+
+
+def check_signatures(content: dict[str, Any], digest: str, signers: list[AllowedSigner],
+                     now: datetime) -> list[SignatureView]:
+    """Each signature of the plan as it holds: "valid", or why not (it does not verify, its
+    key is not an approver's or signed before, a second planner)."""
+    views: list[SignatureView] = []
+    seen: dict[str, str] = {}  # key -> the role it signed first
+    for n, entry in enumerate(content[SIGNATURES], 1):
+        if not isinstance(entry, dict) or not all(
+                isinstance(entry.get(k), str) for k in ("role", "signed_at", "signature")):
+            views.append(SignatureView("?", "", "", "", f"signature {n} is not a role, a time "
+                                                        f"and a signature"))
+            continue
+        role, at = entry["role"], entry["signed_at"]
+        try:
+            blob = verify(entry["signature"], message(digest, role, at), NAMESPACE)
+        except SigningError as exc:
+            views.append(SignatureView(role, "", "", at, f"does not verify: {exc}"))
+            continue
+        key = fingerprint(blob)
+        line, verdict = signer_of(signers, blob, NAMESPACE, now)
+        principal = line.principals if line is not None else ""
+        if role not in (PLAN, APPROVE):
+            verdict = f"an unknown role {role!r}"
+        elif key in seen:
+            verdict = f"this key signed the plan already (role {seen[key]})"
+        elif role == PLAN and PLAN in seen.values():
+            verdict = "a second planner's signature"
+        elif role == PLAN and line is not None and \
+                content["planned_by"].get("user") != principal:
+            verdict = f"the plan names {content['planned_by'].get('user')} as its planner"
+        seen.setdefault(key, role)
+        views.append(SignatureView(role, principal, key, at, verdict or "valid"))
+    return views
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a plan's signatures stand under four eyes: what refuses it whatever else is
+    signed (a signature that does not hold, no planner's), the approvals still wanted ("" when
+    there are enough), and how many there are ("1 of 2 approval(s)")."""
+
+    refused: list[str]
+    wanting: str
+    text: str
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the plan may not be applied yet ([] when it may)."""
+        return [*self.refused, *([self.wanting] if self.wanting else [])]
+
+
+def standing(views: list[SignatureView], needed: int) -> Standing:
+    refused = [f"the {v.role} signature{' by ' + (v.principal or v.key) if v.key else ''} "
+               f"{'signed at ' + v.signed_at + ' ' if v.signed_at else ''}is refused: "
+               f"{v.verdict}" for v in views if not v.valid]
+    approvals = [v for v in views if v.valid and v.role == APPROVE]
+    if not any(v.valid and v.role == PLAN for v in views):
+        refused.append("it is not signed by its planner (`runner plan JOB -o PLAN --sign KEY` "
+                       "signs a plan as it is made)")
+    wanting = "" if len(approvals) >= needed else (
+        f"{len(approvals)} of {needed} approval(s): `runner approve PLAN --sign KEY` by "
+        f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's")
+    return Standing(refused, wanting, f"{len(approvals)} of {needed} approval(s)")
+
+
+def signed_approval(content: dict[str, Any], digest: str, views: list[SignatureView],
+                    applied_by: str, applied_on: str, now: datetime) -> Approval:
+    """Who planned and approved a plan applied under four eyes: its signers' principals and
+    keys (the plan's ``standing`` allows it)."""
+    planner = next(v for v in views if v.valid and v.role == PLAN)
+    approvers = [v for v in views if v.valid and v.role == APPROVE]
+    return Approval(digest, planner.principal, str(content["planned_by"]["host"]),
+                    str(content["planned_at"]), ", ".join(a.principal for a in approvers),
+                    applied_by, applied_on, iso(now), planner_key=planner.key,
+                    signers=tuple(Signer(v.role, v.principal, v.key, v.signed_at)
+                                  for v in (planner, *approvers)))
+
+
+@dataclass(frozen=True)
+class Approvers:
+    """Who approves a job's plans, as `runner approve` and `runner show` read them from the
+    job file alone (no provider credentials needed): its keys, and how many approvals."""
+
+    signers: list[AllowedSigner]
+    approvals: int
+
+
+def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Approvers:
+    """The approvers of the plan's job (its job file, or ``job_file`` holding the same
+    bytes); PlanRefused when they cannot be read as they were when the plan was made."""
+    path = job_file or Path(content["job"]["file"])
+    try:
+        same = sha256_of(path) == content["job"]["sha256"]
+    except OSError as exc:
+        raise PlanRefused([f"the plan's job file {path} cannot be read ({exc.strerror}): "
+                           f"give it with --job"]) from None
+    if not same:
+        raise PlanRefused([f"the job file {path} is not the one the plan was made from"])
+    rules = approval_rules(path)
+    if not rules.four_eyes or rules.approvers is None:
+        raise PlanRefused([f"the job {path} has no run.four_eyes: its plans are not signed"])
+    approvers = path.parent / rules.approvers
+    try:
+        same = sha256_of(approvers) == content["job"].get("approvers_sha256")
+    except OSError:
+        same = False
+    if not same:
+        raise PlanRefused([f"the approvers file {approvers} changed since the plan was made"])
+    return Approvers(read_allowed_signers(approvers), rules.approvals)
+
+
+def approve_plan(path: Path, key_file: Path, passphrase: Callable[[], str | None],
+                 job_file: Path | None, now: datetime,
+                 ask: Callable[[Listing], bool] | None = None) -> tuple[SignatureView, str]:
+    """Add an approval signed with the key in ``key_file`` to the plan file at ``path``
+    (rewritten whole), after ``ask`` (shown the plan as it stands) said yes. Refused
+    (PlanRefused) for a plan expired, or whose signatures do not hold; SigningError for a
+    key that may not approve it. The signature, and where the approvals now stand."""
+    content, digest = read_plan(path)
+    approvers = approvers_of(content, job_file)
+    views = check_signatures(content, digest, approvers.signers, now)
+    stands = standing(views, approvers.approvals)
+    if stands.refused:
+        raise PlanRefused(stands.refused)
+    if now > datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00")):
+        raise PlanRefused([f"the plan expired at {content['valid_until']}; a new plan is "
+                           f"made and approved instead"])
+    if ask is not None and not ask(Listing(content, digest, views, stands.text)):
+        raise PlanRefused(["not approved"])
+    before = list(content[SIGNATURES])
+    signed = sign_plan(content, APPROVE, key_file, passphrase, approvers.signers, now)
+    again, _ = read_plan(path)
+    if again[SIGNATURES] != before:  # another approval was added meanwhile: keep it
+        raise PlanRefused([f"{path} changed while it was being approved: approve it again"])
+    write_plan(content, path)
+    return signed, standing([*views, signed], approvers.approvals).text
+
+
+def signature_views(content: dict[str, Any], digest: str, job_file: Path | None,
+                    now: datetime) -> tuple[list[SignatureView], str]:
+    """The plan's signatures as they hold (for `runner show`), and where its approvals
+    stand; each "not checked" (and why) when its job's approvers cannot be read."""
+    if not content[SIGNATURES]:
+        return [], ""
+    try:
+        approvers = approvers_of(content, job_file)
+    except (PlanRefused, JobErrors, JobError) as exc:
+        why = "; ".join(exc.reasons) if isinstance(exc, PlanRefused) else str(exc)
+        return [SignatureView(str(e.get("role", "?")) if isinstance(e, dict) else "?", "", "",
+                              str(e.get("signed_at", "")) if isinstance(e, dict) else "",
+                              f"not checked: {why}") for e in content[SIGNATURES]], ""
+    views = check_signatures(content, digest, approvers.signers, now)
+    return views, standing(views, approvers.approvals).text
