@@ -75,7 +75,8 @@ TOP = ("job.name", "job.kind", "job.file", "job.sha256", "job.rows_file", "job.r
 ITEM = ("external_id", "row", "action", "ref", "lineage", "step", "changed", "why",
         "fingerprint", "balance", "beneficiary", "payer", "account", "currency", "amount",
         "fee", "rate", "quoted_rate", "rate_name", "received_currency", "received")
-BALANCE = ("balance", "currency", "items", "amount", "fee", "needed", "available", "short")
+BALANCE = ("balance", "currency", "items", "amount", "fee", "estimated_fee", "fee_samples",
+           "fee_margin", "needed", "available", "short")
 FIELDS = (*TOP, *(f"items[1].{f}" for f in ITEM), *(f"balances[0].{f}" for f in BALANCE))
 
 

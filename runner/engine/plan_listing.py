@@ -217,10 +217,11 @@ def _skipped(i: Item) -> str:
 
 
 def _need(b: dict[str, Any]) -> Need:
-    fee = b.get("fee")
+    fee, estimated = b.get("fee"), b.get("estimated_fee")
     return Need(b["balance"], b["currency"], int(b["items"]), Decimal(b["amount"]),
                 Decimal(fee) if fee is not None else Decimal(0), fee is not None,
-                Decimal(b["available"]))
+                Decimal(b["available"]), Decimal(estimated or 0),
+                int(b.get("fee_samples") or 0))
 
 
 def _signature_lines(listing: Listing) -> list[str]:
