@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from plan_support import (
     make_key,
     people_job,
 )
+from test_run_terminal import on_terminal
 
 from runner.engine.plan_file import digest_of, read_plan
 from runner.engine.plan_signing import NAMESPACE, check_signatures, message
@@ -300,10 +302,20 @@ def test_two_approvals_take_two_keys_besides_the_planner(sb: RunningSandbox, sig
     assert err_lines(cli("approve", str(plan), "--sign", str(keys["dave"]))) == [
         f"error: {keys['dave']}: cannot read the private key: a wrong passphrase, or not a "
         f"key"]
-    monkeypatch.setenv("RUNNER_KEY_PASSPHRASE", "dave's passphrase")
-    approved = cli("approve", str(plan), "--sign", str(keys["dave"]))
-    assert out_lines(approved)[0].startswith("approved by dave@example.com (")
-    assert "2 of 2 approval(s)" in approved.stdout and "passphrase" not in approved.output
+    # On a terminal the approver reads the plan before the question.
+    code, shown = on_terminal([sys.executable, "-m", "runner", "approve", str(plan), "--sign",
+                               str(keys["dave"])], b"y\n",
+                              {"RUNNER_KEY_PASSPHRASE": "dave's passphrase"})
+    assert code == 0, shown
+    assert "Coumba Ndiaye" in shown and "signatures: 1 of 2 approval(s):" in shown
+    assert "Approve this plan? [y/N]" in shown and "passphrase" not in shown
     content, _ = read_plan(plan)
     assert [s["role"] for s in content["signatures"]] == ["plan", "approve", "approve"]
     assert out_lines(cli("show", str(plan)))[-4] == "signatures: 2 of 2 approval(s):"
+    # And whoever applies it on a terminal reads the file's own listing before paying.
+    code, shown = on_terminal([sys.executable, "-m", "runner", "apply", str(plan)], b"n\n")
+    assert code == 1, shown
+    assert "plan " + content["id"] in shown and "Amina Otieno" in shown
+    assert "approve: dave@example.com (" in shown
+    assert "About to pay 3 item(s): EUR 60.00 of this plan" in shown
+    assert "cancelled; nothing was sent" in shown

@@ -20,7 +20,9 @@ from runner.state import (
     LEASE_TTL,
     Approval,
     ItemRecord,
+    PlanFileRecord,
     RetryRecord,
+    Signer,
     StateLocation,
     StateStore,
     derived_ref,
@@ -136,6 +138,36 @@ def test_one_live_run_holds_a_jobs_lease(store: StateStore, where: StateLocation
     assert latest is not None
     assert (latest.state, latest.exit_code, latest.counts) == ("ended", 0, {"settled": 3})
     assert store.acquire_lease(JOB, run_id + 2)  # free again
+
+
+def test_a_plan_file_is_kept_once_and_its_run_reopened_when_no_one_runs_it(
+        store: StateStore, where: StateLocation) -> None:
+    plan = PlanFileRecord("p1", JOB, "d1", '{"items": []}', "2026-11-25T09:14:03Z")
+    store.note_plan_file(plan)
+    store.note_plan_file(PlanFileRecord("p1", JOB, "another digest", "{}", "later"))
+    assert (store.plan_file("p1"), store.plan_file("p2")) == (plan, None)  # kept once
+    run_id = store.start_run(JOB, "job.yaml")
+    token = store.acquire_lease(JOB, run_id)
+    store.note_plan_applied("p1", run_id)
+    kept = store.plan_file("p1")
+    assert kept is not None and kept.run_id == run_id
+    with open_store(where) as other:  # its run is live: not reopened
+        assert not other.reopen_run(run_id)
+    store.release_lease(JOB, token)
+    store.end_run(run_id, 1, {"settled": 2})
+    assert store.reopen_run(run_id)
+    latest = store.latest_run(JOB)
+    assert latest is not None and (latest.id, latest.ended_at, latest.exit_code) == (
+        run_id, None, None)
+    approval = Approval("d1", "alice@example.com", "fin-01", "2026-11-25T09:14:03Z",
+                        "bob@example.com", "cron", "srv-01", "2026-11-25T10:00:00Z",
+                        "SHA256:a", (Signer("plan", "alice@example.com", "SHA256:a", "t0"),
+                                     Signer("approve", "bob@example.com", "SHA256:b", "t1")))
+    store.note_approval(run_id, approval)
+    store.note_approval(run_id, approval)  # once per run
+    store.end_run(run_id, 0, {"settled": 3})
+    [run] = store.runs(JOB)
+    assert (run.id, run.exit_code, run.approval) == (run_id, 0, approval)
 
 
 def test_the_latest_run_and_what_its_checks_found(store: StateStore) -> None:

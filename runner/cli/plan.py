@@ -24,7 +24,6 @@ from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
     from runner.engine.plan import Plan
-    from runner.engine.plan_listing import Listing
     from runner.state import StateStore
 
 
@@ -179,7 +178,6 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     from runner.engine.approvals import admit
     from runner.engine.plan import who
     from runner.engine.plan_file import read_plan
-    from runner.engine.plan_listing import Listing
     from runner.errors import BadStateLocation, PlanRefused
     from runner.state import open_store
     from runner.state.locations import planned_location
@@ -197,18 +195,20 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)
         sys.exit(refused.exit_code)
-    listing = Listing(content, digest)
     _execute(job.path, location, concurrency, yes, allow_partial, quiet, verbose,
-             confirm_only=False, applied=applied, ask=lambda plan: _ask_file(listing, plan))
+             confirm_only=False, applied=applied,
+             ask=lambda plan: _ask_file(content, digest, plan))
 
 
-def _ask_file(listing: Listing, plan: Plan) -> bool:
-    """The question before an apply pays, on a terminal: the plan file's own listing, and
-    what of it is still to pay."""
-    from runner.engine.plan_listing import lines
+def _ask_file(content: dict[str, Any], digest: str, plan: Plan) -> bool:
+    """The question before an apply pays, on a terminal: the plan file's own listing (with
+    its signatures), and what of it is still to pay."""
+    from runner.engine.plan_listing import Listing, lines
+    from runner.engine.plan_signing import signature_views
     from runner.engine.plan_text import question
 
-    for line in lines(listing):
+    views, approvals = signature_views(content, digest, None, datetime.now(UTC))
+    for line in lines(Listing(content, digest, views, approvals)):
         click.echo(line, err=True)
     click.echo(f"About to pay {question(plan)} of this plan", err=True)
     return click.confirm("Send these payments?", default=False, err=True)
