@@ -150,11 +150,7 @@ def precheck(content: dict[str, Any], job: Job, now: datetime) -> None:
     of another job, or made from a job file (or an approvers file) changed since (a rows file
     changed is ``compare``'s, which names the rows)."""
     reasons = []
-    try:
-        until = datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
-    except ValueError:
-        raise PlanRefused([f"valid_until {content['valid_until']!r} is not a time"]) from None
-    if now > until:
+    if now > valid_until(content):
         reasons.append(f"the plan expired at {content['valid_until']} (run.plan_valid_for "
                        f"{job.run.plan_valid_for}s after it was made); make a new one")
     if content["job"]["name"] != job.name or content["job"]["kind"] != job.kind:
@@ -166,6 +162,14 @@ def precheck(content: dict[str, Any], job: Job, now: datetime) -> None:
         reasons.append(f"the approvers file {approvers} changed since the plan")
     if reasons:
         raise PlanRefused(reasons)
+
+
+def valid_until(content: dict[str, Any]) -> datetime:
+    """Until when the plan may be applied; PlanRefused when its ``valid_until`` is no time."""
+    try:
+        return datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00"))
+    except ValueError:
+        raise PlanRefused([f"valid_until {content['valid_until']!r} is not a time"]) from None
 
 
 def compare(content: dict[str, Any], plan: Plan, job: Job) -> list[str]:

@@ -35,6 +35,7 @@ from runner.engine.plan_file import (
     iso,
     read_plan,
     sha256_of,
+    valid_until,
     write_plan,
 )
 from runner.engine.plan_listing import Listing, SignatureView
@@ -215,7 +216,7 @@ def approve_plan(path: Path, key_file: Path, passphrase: Callable[[], str | None
     stands = standing(views, approvers.approvals)
     if stands.refused:
         raise PlanRefused(stands.refused)
-    if now > datetime.fromisoformat(content["valid_until"].replace("Z", "+00:00")):
+    if now > valid_until(content):
         raise PlanRefused([f"the plan expired at {content['valid_until']}; a new plan is "
                            f"made and approved instead"])
     if ask is not None and not ask(Listing(content, digest, views, stands.text)):
