@@ -203,13 +203,13 @@ def test_show_lists_the_people_a_plan_pays_in_each_format(made: Made) -> None:
                                     "amount": "60.00", "fee": "4.00", "fees_not_quoted": 0}
     assert cli("show", str(made.plan), "--format", "csv").stdout.splitlines() == [
         "row,external_id,ref,action,beneficiary,payer,account,sent_currency,sent_amount,fee,"
-        "rate,quoted_rate,received_currency,received_amount",
+        "rate,quoted_rate,received_currency,received_amount,payee_check",
         "2,pay-a,pay-a,new,Amina Otieno,1,msisdn *********0001,EUR,10.00,1.50,140.2515,"
-        "140.2515,KES,1402.00",
+        "140.2515,KES,1402.00,",
         "3,pay-b,pay-b,new,Brian Kamau,1,msisdn *********0002,EUR,20.00,1.50,140.2515,"
-        "140.2515,KES,2805.00",
+        "140.2515,KES,2805.00,",
         "4,pay-c,pay-c,new,Coumba Ndiaye,2,msisdn *********0003,EUR,30.00,1.00,655.957,"
-        "655.957,XOF,19675"]
+        "655.957,XOF,19675,"]
     # The file names people, masked: no account number is in it whole.
     assert "+254700000001" not in made.plan.read_text()
     bad = made.plan.with_name("not-a-plan.json")

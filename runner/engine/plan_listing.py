@@ -4,9 +4,10 @@ apply` asks): the people it pays, from the file itself, never a plan made again.
 Each item to pay is listed with its beneficiary's name, the payer, the account (masked to its
 last four, as the file holds it), the amount sent and received with their currencies, the fee
 and the rate; then the totals per currency, the items the plan does not pay (and why), the
-balances as they were when it was made, and its signatures (who signed, and whether each
-holds). The same listing in three forms: ``lines`` (text), ``as_json``, ``as_csv`` (one line
-per item to pay). A column is one entry of ``COLUMNS`` (text) and of ``CSV_COLUMNS``.
+balances as they were when it was made, the payee checks' findings, and its signatures (who
+signed, and whether each holds). The same listing in three forms: ``lines`` (text),
+``as_json``, ``as_csv`` (one line per item to pay). A column is one entry of ``COLUMNS``
+(text) and of ``CSV_COLUMNS``; a section, a few lines of ``lines``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from runner.engine.funds import Need
 from runner.engine.plan import LISTED, TO_PAY
 from runner.engine.plan_text import LABELS, need_line
+from runner.payees.checks import plan_file_lines
 from runner.summary.amounts import money_text, number_text, plain_amount
 from runner.summary.items_csv import csv_cell
 
@@ -112,10 +114,11 @@ CSV_COLUMNS: list[tuple[str, Cell]] = [
     ("received_currency", lambda i: str(i.get("received_currency") or "")),
     ("received_amount", lambda i: plain_amount(_decimal(i, "received"),
                                                i.get("received_currency", ""))),
+    ("payee_check", lambda i: str((i.get("payee") or {}).get("result") or "")),
 ]
 JSON_KEYS = ("row", "external_id", "ref", "action", "beneficiary", "payer", "account",
              "currency", "amount", "fee", "rate", "quoted_rate", "rate_name",
-             "received_currency", "received", "balance")
+             "received_currency", "received", "balance", "payee")
 
 
 def totals(items: list[Item]) -> list[dict[str, Any]]:
@@ -167,6 +170,7 @@ def lines(listing: Listing) -> list[str]:
             if group:
                 out.append(f"  {LABELS[action]}: {len(group)}")
                 out += [f"    {_skipped(i)}" for i in group if action in LISTED]
+    out += plan_file_lines(c)
     if c.get("balances"):
         out.append("balances, when the plan was made:")
         out += [f"  {need_line(_need(b))}" for b in c["balances"]]
@@ -245,6 +249,7 @@ def as_json(listing: Listing) -> dict[str, Any]:
             "skipped": [{k: i.get(k) for k in ("row", "external_id", "action", "why",
                                                "beneficiary")} for i in listing.skipped],
             "balances": c.get("balances", []),
+            "payee_checks": c.get("payee_checks"),
             "approvals": listing.approvals,
             "signatures": [asdict(s) for s in listing.signatures]}
 
