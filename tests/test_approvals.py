@@ -253,8 +253,8 @@ def test_a_plan_sends_a_failed_item_again_once_under_the_external_id_it_lists(
     job = write_job(tmp_path, sb, "a,1,10.00,+254700000001\n" + barred)
     assert run(job, state).counts == {"settled": 1, "failed": 1}
     plan = tmp_path / "retry.plan.json"
-    assert cli("plan", str(job), "--state", str(state), "--retry-failed", "-o",
-               str(plan)).exit_code == 0
+    assert cli("plan", str(job), "--state", str(state), "--retry-failed",
+               "--include-unchanged", "-o", str(plan)).exit_code == 0
     assert [(i["external_id"], i["action"], i["ref"]) for i in
             json.loads(plan.read_text())["items"]] == [
         ("pay-a", "settled", "pay-a"), ("pay-b", "retry", "pay-b-f2")]
