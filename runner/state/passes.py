@@ -112,7 +112,7 @@ class LocalPasses(LocalWorkers):
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         found: dict[str, Staged] = {}
-        for chunk in _chunks(external_ids):
+        for chunk in chunks(external_ids):
             rows = self._rows(f"SELECT * FROM plan_items WHERE job_name = ? AND external_id "
                               f"IN ({', '.join('?' * len(chunk))})", [job_name, *chunk])
             found.update((r["external_id"], Staged.from_row(r)) for r in rows)
@@ -129,7 +129,7 @@ class LocalPasses(LocalWorkers):
 
     def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:
         found: dict[str, ItemRecord] = {}
-        for chunk in _chunks(external_ids):
+        for chunk in chunks(external_ids):
             rows = self._rows(f"SELECT * FROM items WHERE external_id IN "
                               f"({', '.join('?' * len(chunk))})", chunk)
             found.update((r["external_id"], ItemRecord.from_row(r)) for r in rows)
@@ -232,7 +232,8 @@ class LocalPasses(LocalWorkers):
         return self._atomic(work)
 
 
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+def chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    """``ids`` in lists of ``CHUNK``, each one IN (...) list."""
     for start in range(0, len(ids), CHUNK):
         yield list(ids[start:start + CHUNK])
 

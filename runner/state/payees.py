@@ -10,13 +10,13 @@ is kept at all (``runner.payees`` never hands one in).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from runner.state.passes import chunks
 from runner.state.records import PayeeAcceptance, PayeeCheck
 from runner.state.store import StateStore
 
-CHUNK = 500  # keys in one IN (...) list
 ROWS = 100  # accounts in one INSERT (each a different one: an upsert changes a row once)
 
 
@@ -31,7 +31,7 @@ class PayeeBook(StateStore):
 
     def payee_checks(self, accounts: Sequence[str]) -> dict[str, PayeeCheck]:
         found: dict[str, PayeeCheck] = {}
-        for chunk in _chunks(accounts):
+        for chunk in chunks(accounts):
             for r in self._rows(f"SELECT * FROM payee_checks WHERE account IN "
                                 f"({', '.join('?' * len(chunk))})", chunk):
                 holder = json.loads(r["holder"]) if r["holder"] is not None else None
@@ -73,7 +73,7 @@ class PayeeBook(StateStore):
     def payee_acceptances(self, job_name: str, external_ids: Sequence[str]
                           ) -> dict[str, PayeeAcceptance]:
         found: dict[str, PayeeAcceptance] = {}
-        for chunk in _chunks(external_ids):
+        for chunk in chunks(external_ids):
             for r in self._rows(f"SELECT * FROM payee_acceptances WHERE job_name = ? AND "
                                 f"external_id IN ({', '.join('?' * len(chunk))})",
                                 [job_name, *chunk]):
@@ -82,7 +82,3 @@ class PayeeBook(StateStore):
                     r["accepted_by"], r["accepted_on"], r["accepted_at"], r["note"])
         return found
 
-
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(ids), CHUNK):
-        yield list(ids[start:start + CHUNK])
