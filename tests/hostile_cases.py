@@ -126,7 +126,7 @@ CASES: list[Case] = [
          ("credentials do not belong in base_url", "provider.api_key")),
     Case("nul-in-base-url", "payout",
          (sub("${RUNNER_BASE_URL:-sandbox}", '"https://api.exa\\0mple.com"'),),
-         ("provider.base_url: holds a control character (U+0000)",)),
+         ("provider.base_url: holds a NUL (U+0000) at character 16",)),
     Case("line-break-in-api-key", "account_transfer", (),
          ("provider.api_key: holds a control character",), env={"RUNNER_API_KEY": "k\nX-Evil: 1"}),
     Case("concurrency-huge", "merchant_payment",

@@ -345,7 +345,7 @@ BAD_INPUT = {
         ["job.yaml:3: kind: unknown kind 'remitance' (the kinds are: remittance, "
          "merchant_payment, payout, account_transfer, payment_order, charge, refund, cancel, "
          "legacy_pay, onboarding); did you mean 'remittance'?"]),
-    "missing CSV": (REMITTANCE, {}, ["job.yaml:13: items.from: no such file: payroll.csv"]),
+    "missing CSV": (REMITTANCE, {}, ["job.yaml:13: items.from: payroll.csv: no such file"]),
     "missing column": (
         replace(REMITTANCE, "{{ row.first_name }}", "{{ row.given_name }}"), None,
         ["job.yaml:19: items.template.beneficiary.firstname: column 'given_name' is not in "

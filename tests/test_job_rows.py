@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_csv_with_another_delimiter() -> None:
 
 
 def test_missing_csv() -> None:
-    assert load_problems(files={}) == ["job.yaml:13: items.from: no such file: payroll.csv"]
+    assert load_problems(files={}) == ["job.yaml:13: items.from: payroll.csv: no such file"]
 
 
 def test_rows_path_is_relative_to_the_job_file(tmp_path: Path) -> None:
@@ -103,6 +104,72 @@ def test_rows_path_is_relative_to_the_job_file(tmp_path: Path) -> None:
     job = load_job("jobs/job.yaml", {})
     assert job.rows_path == Path("jobs/payroll.csv")
     assert [r.file for r in iter_items(job)] == ["jobs/payroll.csv", "jobs/payroll.csv"]
+
+
+def test_a_rows_file_is_a_regular_file_under_the_jobs_folder_or_items_root(
+        tmp_path: Path) -> None:
+    outside = tmp_path / "exports"
+    outside.mkdir()
+    (outside / "payroll.csv").write_text(CSV)
+    (tmp_path / "jobs").mkdir()
+    jobs = tmp_path / "jobs"
+
+    def problems(source: str, root: str | None = None) -> list[str]:
+        more = f"\n  root: {root}" if root else ""
+        write(jobs, replace(REMITTANCE, "from: payroll.csv", f"from: {source}{more}"), {})
+        try:
+            job = load_job("jobs/job.yaml", {})
+        except JobErrors as refused:
+            return [str(error) for error in refused]
+        return [f"{r.row} ok" for r in iter_items(job)]
+
+    under = "the folder rows files are read from (the job file's, or the one items.root names)"
+    assert problems("../exports/payroll.csv") == [
+        f"jobs/job.yaml:13: items.from: jobs/../exports/payroll.csv: not under jobs, {under}"]
+    assert problems(str(outside / "payroll.csv")) == [
+        f"jobs/job.yaml:13: items.from: {outside / 'payroll.csv'}: not under jobs, {under}"]
+    # items.root names the folder: relative to the job file, or absolute.
+    assert problems("../exports/payroll.csv", "../exports") == ["2 ok", "3 ok"]
+    assert problems(str(outside / "payroll.csv"), str(outside)) == ["2 ok", "3 ok"]
+    # A link is judged by what it points at: inside, read; outside, refused.
+    (jobs / "current.csv").symlink_to(jobs / "payroll.csv")
+    (jobs / "payroll.csv").write_text(CSV)
+    assert problems("current.csv") == ["2 ok", "3 ok"]
+    (jobs / "exported.csv").symlink_to(outside / "payroll.csv")
+    assert problems("exported.csv") == [
+        f"jobs/job.yaml:13: items.from: jobs/exported.csv: not under jobs, {under}"]
+    # The system's special files, whatever the root; a FIFO; a folder.
+    (jobs / "env.csv").symlink_to("/proc/self/environ")
+    assert problems("env.csv", "/") == [
+        "jobs/job.yaml:13: items.from: jobs/env.csv: a special file of the system (proc); a "
+        "job reads regular files only"]
+    assert problems("null.csv", "/dev") == [
+        "jobs/job.yaml:13: items.from: jobs/null.csv: not under /dev, " + under]
+    assert problems("/dev/null\n  format: csv", "/") == [
+        "jobs/job.yaml:13: items.from: /dev/null: a special file of the system (dev); a job "
+        "reads regular files only"]
+    os.mkfifo(jobs / "fifo.csv")
+    assert problems("fifo.csv") == [
+        "jobs/job.yaml:13: items.from: jobs/fifo.csv: not a regular file (a FIFO)"]
+    (jobs / "folder.csv").mkdir()
+    assert problems("folder.csv") == [
+        "jobs/job.yaml:13: items.from: jobs/folder.csv: not a regular file (a folder)"]
+
+
+def test_a_first_line_that_is_no_header_is_never_quoted() -> None:
+    secret = "S3cr3t-token-value"
+    for first, why in ((f"RUNNER_API_SECRET={secret},net_pay", "column 1 holds an ="),
+                       (f"{secret}\x00PGPASSWORD,x", "column 1 holds a NUL (U+0000) at "
+                                                       "character 19"),
+                       (f"{secret}\u202e,x", "column 1 holds a bidirectional control (U+202E) "
+                                               "at character 19"),
+                       ("x" * 101 + f",{secret}", "column 1 is 101 characters long"),
+                       (f'"{secret}', "column 1 holds a line break (U+000A) at character "
+                                      "19")):
+        found = load_problems(files={"payroll.csv": first + "\nE1,12.50\n"})
+        assert secret not in "".join(found)
+        assert found == [f"payroll.csv:1: row 1 is not a header: {why}; a header names each "
+                         "column on one line, in at most 100 characters"]
 
 
 def test_a_column_the_template_names_but_the_csv_lacks() -> None:
@@ -228,7 +295,7 @@ def test_the_rows_file_vanishing_during_a_run() -> None:
     Path("payroll.csv").unlink()
     with pytest.raises(JobErrors) as caught:
         list(iter_items(job))
-    assert str(caught.value) == "payroll.csv: cannot read: No such file or directory"
+    assert str(caught.value) == "payroll.csv: no such file"
 
 
 def test_invalid_items_carry_their_row_and_external_id() -> None:

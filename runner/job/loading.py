@@ -21,7 +21,6 @@ row 1, the first data row is row 2), and FIELD is the path inside the item
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from runner.job.model import Job, Run
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.seen import Seen
+from runner.job.sources import Unreadable, open_regular, rows_file_problem
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
 from runner.kinds import kinds
@@ -160,20 +160,18 @@ def approval_rules(path: Path) -> Run:
 
 
 def _read_job_file(file: str) -> bytes:
-    """The job file's bytes: a regular file (a FIFO or a device would never end), and no
-    larger than ``JOB_FILE_BYTES_MAX``."""
+    """The job file's bytes: a regular file (``sources.open_regular``: a FIFO or a device
+    would never end), and no larger than ``JOB_FILE_BYTES_MAX``."""
     def refused(message: str) -> JobErrors:
         return JobErrors([JobError(file, None, None, message)])
 
     try:
-        descriptor = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise refused("no such job file") from None
-    except (OSError, ValueError) as exc:
-        raise refused(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    with os.fdopen(descriptor, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise refused("not a regular file")
+        opened = open_regular(Path(file))
+    except Unreadable as exc:
+        raise refused("no such job file" if str(exc) == "no such file" else str(exc)) from None
+    except ValueError as exc:  # a NUL in the path
+        raise refused(f"cannot read: {exc}") from None
+    with opened as stream:
         try:
             raw = stream.read(JOB_FILE_BYTES_MAX + 1)
         except OSError as exc:
@@ -230,6 +228,8 @@ def iter_items(job: Job, duplicates: bool = True,
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None
+    except Unreadable as exc:
+        raise JobErrors([JobError(source.name, None, None, str(exc))]) from None
     finally:
         seen.close()
 
@@ -252,20 +252,21 @@ def _items_problems(job: Job) -> list[JobError]:
     if rows_path is None:
         return errors
     where = (str(job.path), job.line_of("items", "from"), "items.from")
-    if not rows_path.is_file():
-        what = "is not a file" if rows_path.exists() else "no such file"
-        return [*errors, JobError(*where, f"{what}: {rows_path}")]
+    refused = rows_file_problem(rows_path, job.rows_root)
+    if refused is not None:
+        return [*errors, JobError(*where, refused)]
     if job.rows_format != "csv":
         return errors
     try:
         header = _rows(job).header()  # type: ignore[union-attr]
-    except OSError as exc:
-        return [*errors, JobError(*where, f"cannot read {rows_path}: {exc.strerror}")]
+    except (OSError, Unreadable) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        return [*errors, JobError(*where, f"cannot read {rows_path}: {why}")]
     if isinstance(header, JobError):
         return [*errors, header]
     for column, location in template.columns:
         if column not in header:
-            hint = suggestion(column, header) or f"; its columns are: {', '.join(header)}"
+            hint = suggestion(column, header) or f"; its columns are: {_listed(header)}"
             errors.append(JobError(str(job.path), job.line_of(*location), dotted(location),
                                    f"column {column!r} is not in {rows_path}{hint}"))
     return errors
@@ -349,7 +350,12 @@ def _rows(job: Job) -> RowSource:
         rows = job.items.rows or []
         lines = [job.line_of("items", "rows", i) or 0 for i in range(len(rows))]
         return InlineRows(rows, lines, str(job.path))
-    return RowsFile(path, job.rows_format or "csv", job.items.delimiter)
+    return RowsFile(path, job.rows_format or "csv", job.items.delimiter, job.rows_root)
+
+
+def _listed(names: list[str], most: int = 20) -> str:
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most:,} more"
 
 
 def _at_job(job: Job, problems: list[tuple[Location, str]]) -> list[JobError]:

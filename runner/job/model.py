@@ -10,7 +10,6 @@ Schema for editors.
 from __future__ import annotations
 
 import ipaddress
-import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -30,6 +29,7 @@ from runner.errors import FieldProblem
 from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, JobModel, parse_duration
 from runner.job.limits import CONCURRENCY_MAX
+from runner.job.text import UNSEEN, first_unseen
 from runner.kinds import kinds
 
 
@@ -41,14 +41,10 @@ def _kinds_enum(schema: dict[str, Any]) -> None:
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _one_line(value: str) -> str:
-    control = _CONTROL.search(value)
-    if control is not None:
-        raise ValueError(f"holds a control character (U+{ord(control[0]):04X}) at character "
-                         f"{control.start() + 1}; write it on one line")
+    unseen = first_unseen(value)  # controls, separators, bidirectional controls, surrogates
+    if unseen is not None:
+        raise ValueError(f"holds {unseen}; write it on one line, as it reads")
     return value
 
 
@@ -130,7 +126,7 @@ class Provider(JobModel):
     @model_validator(mode="after")
     def _credentials_on_one_line(self) -> Self:
         for name in ("api_key", "api_secret"):
-            if _CONTROL.search(getattr(self, name).get_secret_value()):
+            if UNSEEN.search(getattr(self, name).get_secret_value()):
                 # Never shown: a header would carry it, and a person would not see it.
                 raise FieldProblem(name, "holds a control character (a line break?); check "
                                    "where it comes from")
@@ -140,8 +136,13 @@ class Provider(JobModel):
 class Items(JobModel):
     from_: Line | None = Field(
         default=None, alias="from",
-        description="CSV (.csv) or JSON Lines (.jsonl, .ndjson) file, relative to the job file",
+        description="CSV (.csv) or JSON Lines (.jsonl, .ndjson) file, relative to the job "
+        "file; a regular file under the job file's folder, or under `root`",
     )
+    root: Line | None = Field(
+        default=None, min_length=1,
+        description="the folder rows files are read from, relative to the job file "
+        "(default: the job file's folder); `from` must be a file under it, links included")
     rows: list[dict[str, Any]] | None = Field(default=None, description="rows written inline")
     format: Literal["csv", "jsonl"] | None = Field(
         default=None, description="format of `from`, when its extension does not tell"
@@ -358,6 +359,11 @@ class Job(JobModel):
     def approvers_path(self) -> Path | None:
         """The allowed-signers file named by ``run.approvers``, if any."""
         return None if self.run.approvers is None else self._path.parent / self.run.approvers
+
+    @property
+    def rows_root(self) -> Path:
+        """The folder the rows file must be under (``items.root``, else the job's)."""
+        return self._path.parent / (self.items.root or ".")
 
     @property
     def rows_format(self) -> Literal["csv", "jsonl"] | None:

@@ -28,6 +28,8 @@ from typing import IO, Any, Literal
 
 from runner.errors import JobError
 from runner.job.limits import NESTING_MAX, ROW_LINE_BYTES_MAX, too_deep
+from runner.job.sources import Unreadable, open_regular, rows_file_problem
+from runner.job.text import first_unseen
 from runner.money import parse_amount
 
 _BOM = b"\xef\xbb\xbf"
@@ -51,6 +53,7 @@ class RowsFile:
     path: Path
     format: Literal["csv", "jsonl"]
     delimiter: str = ","
+    root: Path | None = None  # the folder it must be under (``sources``), checked at each read
 
     @property
     def name(self) -> str:
@@ -61,17 +64,34 @@ class RowsFile:
         """What its numbers count, for messages: ``row`` or ``line``."""
         return "row" if self.format == "csv" else "line"
 
+    def open(self) -> IO[bytes]:
+        """The file, opened to be read, when it may be (``sources``); Unreadable if not."""
+        problem = None if self.root is None else rows_file_problem(self.path, self.root)
+        if problem is not None:
+            raise Unreadable(problem.removeprefix(f"{self.path}: "))
+        return open_regular(self.path)
+
     def header(self) -> list[str] | JobError:
-        """The CSV header's column names, or the problem with it (JSON Lines: no header)."""
-        with self.path.open("rb") as stream:
+        """The CSV header's column names, or the problem with it (JSON Lines: no header).
+        A first row that is no header is described, never quoted: it may be anything."""
+        with self.open() as stream:
             lines = _Utf8Lines(stream)
             reader = csv.reader(lines, delimiter=self.delimiter)
-            first = next(reader, None)
+            try:
+                first = next(reader, None)
+            except csv.Error:
+                return JobError(self.name, 1, None, "row 1 is not a header (invalid CSV)")
             if lines.problem is not None:
                 return JobError(self.name, 1, None, lines.problem)
         if not first:
             return JobError(self.name, None, None, "the file is empty; its first row names "
                             "the columns")
+        for index, column in enumerate(first, start=1):
+            problem = _column_problem(column)
+            if problem is not None:
+                return JobError(self.name, 1, None, f"row 1 is not a header: column {index} "
+                                f"{problem}; a header names each column on one line, in at "
+                                f"most {COLUMN_NAME_MAX} characters")
         seen: dict[str, int] = {}
         for index, column in enumerate(first, start=1):
             if not column.strip():
@@ -93,7 +113,7 @@ class RowsFile:
             yield 1, header
             return
         width = len(header)
-        with self.path.open("rb") as stream:
+        with self.open() as stream:
             lines = _Utf8Lines(stream)
             reader = csv.reader(lines, delimiter=self.delimiter, strict=True)
             number = 0
@@ -113,7 +133,7 @@ class RowsFile:
                 yield number + 1, JobError(self.name, number + 1, None, f"invalid CSV: {exc}")
 
     def _jsonl(self) -> Iterator[RowRead]:
-        with self.path.open("rb") as stream:
+        with self.open() as stream:
             for number, raw in enumerate(_bounded_lines(stream), start=1):
                 if raw is None:
                     yield number, JobError(self.name, number, None, _TOO_LONG)
@@ -209,6 +229,23 @@ def _bounded_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
         while line and not line.endswith(b"\n"):
             line = stream.readline(ROW_LINE_BYTES_MAX)
         yield None
+
+
+#: The longest column name of a header (a longer first row is some other line).
+COLUMN_NAME_MAX = 100
+
+
+def _column_problem(column: str) -> str | None:
+    """Why ``column`` names no column (its text unquoted); None when it may. An ``=`` is
+    refused too: a line of settings (``KEY=value``) is not a header."""
+    if len(column) > COLUMN_NAME_MAX:
+        return f"is {len(column):,} characters long"
+    unseen = first_unseen(column)
+    if unseen is not None:
+        return f"holds {unseen}"
+    if "=" in column:
+        return "holds an ="
+    return None
 
 
 def _json_decimal(text: str) -> Decimal | str:
