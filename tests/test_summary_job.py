@@ -85,3 +85,43 @@ def test_a_subject_template_is_checked_too() -> None:
     assert problems(section) == [
         "job.yaml:25: summary.email.subject: the summary template failed: UndefinedError: "
         "'runner.summary.model.Summary object' has no attribute 'nope'"]
+
+
+ONE_ADDRESS = ("is not one email address: write one address as name@domain; several "
+               "addresses are a YAML list (to: [a@example.com, b@example.com])")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("to", '["payroll,attacker@evil.example"]',
+     f"summary.email.to.0: 'payroll,attacker@evil.example' {ONE_ADDRESS}"),
+    ("to", '["payroll@example.com; attacker@evil.example"]',
+     f"summary.email.to.0: 'payroll@example.com; attacker@evil.example' {ONE_ADDRESS}"),
+    ("to", '["Payroll <payroll@example.com>"]',
+     f"summary.email.to.0: 'Payroll <payroll@example.com>' {ONE_ADDRESS}"),
+    ("to", '[finance@example.com, "payroll@example.com (boss)"]',
+     f"summary.email.to.1: 'payroll@example.com (boss)' {ONE_ADDRESS}"),
+    ("cc", "[audit@]", f"summary.email.cc.0: 'audit@' {ONE_ADDRESS}"),
+    ("cc", "['\"a,b\"@example.com']",
+     "summary.email.cc.0: '\"a,b\"@example.com' is not one email address: a quoted name is "
+     "not taken; several addresses are a YAML list (to: [a@example.com, b@example.com])"),
+    ("from", "r\u00e9@example.com",
+     "summary.email.from: 'r\u00e9@example.com' is not one email address: write it in ASCII "
+     "(an international domain as xn--...); several addresses are a YAML list (to: "
+     "[a@example.com, b@example.com])"),
+])
+def test_each_recipient_is_one_address(field: str, value: str, message: str) -> None:
+    given = {key: text for key, text in (("to", "[finance@example.com]"),
+                                         ("from", "runner@example.com")) if key != field}
+    given[field] = value
+    section = "summary:\n  email:\n    smtp: {host: localhost}\n" + "".join(
+        f"    {key}: {text}\n" for key, text in given.items())
+    line = REMITTANCE.count("\n") + section.count("\n")  # the last line: the field's
+    assert problems(section) == [f"job.yaml:{line}: {message}"]
+
+
+def test_addresses_from_the_environment_are_one_each() -> None:
+    section = EMAIL.format(smtp="{host: localhost}").replace(
+        "[finance@example.com]", '["${SUMMARY_TO}"]')
+    assert problems(section, {"SUMMARY_TO": "payroll@example.com,attacker@evil.example"}) == [
+        f"job.yaml:22: summary.email.to.0: 'payroll@example.com,attacker@evil.example' "
+        f"{ONE_ADDRESS}"]

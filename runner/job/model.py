@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from decimal import Decimal
+from email.headerregistry import Address
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
@@ -248,9 +249,32 @@ class Run(JobModel):
         return self
 
 
-# Enough to catch a name in the wrong field; the mail server is the judge of the rest.
-EmailAddress = Annotated[str, Field(pattern=r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$",
-                                    max_length=254)]
+def _one_address(value: str) -> str:
+    """One email address, ``name@domain``, as the email package parses it: never a list of
+    them written in one text (``payroll,attacker@evil.example`` is refused, not split), a
+    display name, a comment or a quoted name; ASCII (an international domain in its
+    ``xn--`` form). The mail server is the judge of the rest."""
+    why = None
+    if not value.isascii() or UNSEEN.search(value):
+        why = "write it in ASCII (an international domain as xn--...)"
+    elif '"' in value:
+        why = "a quoted name is not taken"
+    else:
+        try:
+            address = Address(addr_spec=value)
+        except Exception:  # noqa: BLE001 - the parser's errors are of several kinds
+            address = None
+        if address is None or address.addr_spec != value or not address.username or \
+                not address.domain:
+            why = "write one address as name@domain"
+    if why is not None:
+        raise ValueError(f"{value[:100]!r} is not one email address: {why}; several "
+                         "addresses are a YAML list (to: [a@example.com, b@example.com])")
+    return value
+
+
+EmailAddress = Annotated[str, Field(max_length=254, json_schema_extra={"format": "email"}),
+                         AfterValidator(_one_address)]
 
 
 class Smtp(JobModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import smtplib
 import ssl
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
@@ -41,9 +42,9 @@ def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
     message = EmailMessage()
     message["Subject"] = subject
     message["From"] = email.from_
-    message["To"] = ", ".join(email.to)
+    message["To"] = [Address(addr_spec=a) for a in email.to]
     if email.cc:
-        message["Cc"] = ", ".join(email.cc)
+        message["Cc"] = [Address(addr_spec=a) for a in email.cc]
     message["Date"] = format_datetime(summary.generated_at)
     message["Message-ID"] = make_msgid(domain=email.from_.rpartition("@")[2])
     message.set_content(text)
@@ -58,11 +59,12 @@ def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
     return message
 
 
-def send(message: EmailMessage, smtp: Smtp, base: Path) -> list[str]:
-    """Send ``message`` to its To and Cc; the recipients, or EmailNotSent saying why."""
+def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
+    """Send ``message`` to the job's ``to`` and ``cc``, each one address (never read back
+    from the headers); the recipients, or EmailNotSent saying why."""
+    smtp = email.smtp
     where = f"{smtp.host}:{smtp.port}"
-    recipients = [a.strip() for h in ("To", "Cc") for a in (message[h] or "").split(",")
-                  if a.strip()]
+    recipients = [*email.to, *email.cc]
     try:
         context = _tls_context(smtp, base)
         client: smtplib.SMTP

@@ -164,4 +164,4 @@ def email_summary(job: Job, rendered: Rendered) -> list[str]:
         raise EmailNotSent(f"{job.path}: the job has no summary.email")
     message = compose(email, rendered.summary, rendered.subject, rendered.text, rendered.html,
                       rendered.csv_file, rendered.csv_name)
-    return send(message, email.smtp, job.path.parent)
+    return send(message, email, job.path.parent)
