@@ -11,7 +11,9 @@ exponent or with 31 digits, a megabyte of YAML values), run as cron runs it
 (`PYTHON -m runner validate JOB`, or `run JOB --yes`) in a process of its own, killed after
 ``--timeout`` seconds and limited to ``--memory-gib`` of address space so that a runner
 without bounds cannot take the machine. It prints, per case, the exit code, the wall time,
-the peak resident memory (ru_maxrss) and the last line runner wrote. ``--python`` picks the
+the peak resident memory (ru_maxrss) and the last line runner wrote. Also: a rows file
+linked to /proc/self/environ, a JSON Lines row with a key twice, ${...} defaults nested 9
+deep, and a plan file of 100,000 nested arrays (`apply`). ``--python`` picks the
 interpreter, and so the runner it imports: another checkout's virtualenv measures that
 checkout (before and after a change).
 """
@@ -38,25 +40,40 @@ JSONL_ROW = ('{"employee_id": "E1", "first_name": "Ada", "last_name": "Byron", "
              '"currency": "KES", "net_pay": 1e400, "msisdn": "+254700000001", '
              '"bank_account": "", "swift": ""}\n')
 
-#: name: (the command, the changes to jobs/payroll.yaml, files written beside it)
-CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
-    "YAML alias bomb (1 KB)": (["validate"], {"vars:\n": "vars:\n" + LAUGHS}, {}),
+DEEP_PLAN = "[" * 100_000 + "]" * 100_000
+DUPLICATE_KEY = JSONL_ROW.replace('"net_pay": 1e400', '"net_pay": 1.00, "net_pay": 99.00')
+NESTED_DEFAULTS = "${A:-" * 9 + "x" + "}" * 9
+NONE: dict[str, str] = {}
+
+#: name: (the command, the changes to jobs/payroll.yaml, files written beside it, links
+#: made beside it). The command's file is payroll.yaml, or the .json file it names.
+CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str], dict[str, str]]] = {
+    "YAML alias bomb (1 KB)": (["validate"], {"vars:\n": "vars:\n" + LAUGHS}, NONE, NONE),
     "nested range(100000) loops": (["validate"], {
-        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=100000))}, {}),
+        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=100000))}, NONE, NONE),
     "'x' * 10**9 in a template": (["validate"], {
-        EXTERNAL_ID: "\"{{ 'x' * 10**9 }}\""}, {}),
+        EXTERNAL_ID: "\"{{ 'x' * 10**9 }}\""}, NONE, NONE),
     "nested range(10000) loops": (["validate"], {
-        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=10000))}, {}),
+        EXTERNAL_ID: EXTERNAL_ID.replace("payroll-", LOOPS.format(n=10000))}, NONE, NONE),
     "run.concurrency: 10**22": (["run", "--yes"], {
-        "concurrency: 8": "concurrency: 99999999999999999999999"}, {}),
+        "concurrency: 8": "concurrency: 99999999999999999999999"}, NONE, NONE),
     "--concurrency 10**22": (["run", "--yes", "--concurrency", "99999999999999999999999"],
-                             {}, {}),
+                             NONE, NONE, NONE),
     "amount 1e400 in JSON Lines": (["validate"], {"payroll.csv": "payroll.jsonl"},
-                                   {"payroll.jsonl": JSONL_ROW}),
-    "amount of 31 digits": (["validate"], {}, {"payroll.csv": (
-        ROOT / "jobs" / "payroll.csv").read_text(encoding="utf-8").replace("978.26", "9" * 31)}),
+                                   {"payroll.jsonl": JSONL_ROW}, NONE),
+    "amount of 31 digits": (["validate"], NONE, {"payroll.csv": (
+        ROOT / "jobs" / "payroll.csv").read_text(encoding="utf-8").replace("978.26", "9" * 31)},
+        NONE),
     "1 MB of YAML values": (["validate"], {
-        "vars:\n": "vars:\n  many: [" + ",".join(["1"] * 500_000) + "]\n"}, {}),
+        "vars:\n": "vars:\n  many: [" + ",".join(["1"] * 500_000) + "]\n"}, NONE, NONE),
+    "rows file linked to environ": (["validate"], NONE, NONE,
+                                    {"payroll.csv": "/proc/self/environ"}),
+    "JSON Lines key given twice": (["validate"], {"payroll.csv": "payroll.jsonl"},
+                                   {"payroll.jsonl": DUPLICATE_KEY}, NONE),
+    "${A:-...} nested 9 deep": (["validate"], {
+        "${RUNNER_API_KEY:-sandbox-key}": NESTED_DEFAULTS}, NONE, NONE),
+    "100,000-deep plan file": (["apply", "deep.plan.json", "--yes"], NONE,
+                               {"deep.plan.json": DEEP_PLAN}, NONE),
 }
 
 
@@ -100,7 +117,7 @@ def main() -> None:
     print(f"{'case':30} {'exit':>14} {'seconds':>8} {'peak MiB':>9}  last line")
     with tempfile.TemporaryDirectory() as scratch:
         shutil.copytree(ROOT / "templates", Path(scratch) / "templates")
-        for n, (name, (command, changes, files)) in enumerate(CASES.items()):
+        for n, (name, (command, changes, files, links)) in enumerate(CASES.items()):
             folder = Path(scratch) / f"case{n}"
             shutil.copytree(ROOT / "jobs", folder)
             job = (folder / "payroll.yaml").read_text(encoding="utf-8")
@@ -110,7 +127,11 @@ def main() -> None:
             (folder / "payroll.yaml").write_text(job, encoding="utf-8")
             for file, content in files.items():
                 (folder / file).write_text(content, encoding="utf-8")
-            arguments = [*command, "payroll.yaml"]
+            for file, target in links.items():
+                (folder / file).unlink(missing_ok=True)
+                (folder / file).symlink_to(target)
+            named = any(argument.endswith(".json") for argument in command)
+            arguments = command if named else [*command, "payroll.yaml"]
             if command[0] == "run":
                 arguments += ["--state", "state/runner.sqlite"]
             code, seconds, peak, last = measure(args.python, arguments, folder,

@@ -78,6 +78,14 @@ def fifo(name: str) -> Edit:
     return edit
 
 
+def link(name: str, target: str) -> Edit:
+    """``name`` (in the case's folder) made a symbolic link to ``target``."""
+    def edit(folder: Path, job: str) -> None:
+        (folder / name).unlink(missing_ok=True)
+        (folder / name).symlink_to(target)
+    return edit
+
+
 LAUGHS = "".join(
     [f"  l{c}: &l{c} [" + ",".join([f"*l{p}"] * 9) + "]\n"
      for p, c in zip("abcdefgh", "bcdefghi", strict=True)])
@@ -278,6 +286,53 @@ CASES: list[Case] = [
     Case("custom-data-2000", "refund",
          (sub("note: one item returned", "note: " + "n" * 2000),),
          ("custom_data: 2,000 characters; at most 1,000",)),
+    # ---- files a job may not read, and what is never printed from them
+    Case("rows-linked-to-environ", "remittance", (link("payroll.csv", "/proc/self/environ"),),
+         ("payroll.csv: outside the job file's folder, where the job's rows files are read "
+          "from",)),
+    Case("rows-root-is-proc", "payout",
+         (sub("from: payouts.csv", "from: /proc/self/environ\n  format: csv\n  root: /proc"),),
+         ("items.from: /proc/self/environ: a special file of the system (proc)",)),
+    Case("rows-outside-the-folder", "merchant_payment",
+         (sub("from: merchant-payments.csv", "from: /etc/passwd\n  format: csv"),),
+         ("items.from: /etc/passwd: outside the job file's folder",)),
+    Case("rows-file-is-a-fifo", "payment_order", (fifo("payment-orders.csv"),),
+         ("items.from: payment-orders.csv: not a regular file (a FIFO)",)),
+    Case("header-is-a-settings-line", "legacy_pay",
+         (put("legacy-pay.csv", "PGPASSWORD=s3cr3t-in-header,amount,format,email\n"
+                                "A-1,1.00,json,a@example.com\n"),),
+         ("legacy-pay.csv:1: row 1 is not a header: column 1 holds an =",)),
+    # ---- JSON Lines, YAML and environment values no reader agrees on
+    Case("jsonl-duplicate-key", "remittance",
+         (sub(*JSONL_JOB), put("payroll.jsonl", JSONL_ROW.replace(
+             '"net_pay": %s', '"net_pay": 1.00, "net_pay": 99.00'))),
+         ("payroll.jsonl:1: invalid JSON: the key 'net_pay' is given twice in one object",)),
+    Case("jsonl-lone-surrogate", "remittance",
+         (sub(*JSONL_JOB), put("payroll.jsonl", (JSONL_ROW % "1.00").replace(
+             '"Ada"', '"Ad\\ud800a"'))),
+         ("payroll.jsonl:1: invalid JSON: a text holds a lone surrogate (U+D800)",)),
+    Case("yaml-lone-surrogate", "onboarding", (sub("vars:\n", 'vars:\n  s: "x\\ud800"\n'),),
+         ("vars.s: holds a lone surrogate (U+D800)",)),
+    Case("environment-not-utf8", "charge", (),
+         ("provider.api_key: holds a lone surrogate (U+DCFF)",),
+         env={"RUNNER_API_KEY": "key\udcff"}),
+    Case("nested-reference-unset", "refund",
+         (sub("${RUNNER_API_KEY:-sandbox-key}", "${RUNNER_NO_KEY:-${RUNNER_NO_KEY_EITHER}}"),),
+         ("provider.api_key: environment variable RUNNER_NO_KEY_EITHER is not set",)),
+    Case("next-line-in-name", "remittance",
+         (cell("first_name", "Wan\u0085jiru", "payroll.csv"),),
+         ("beneficiary.firstname: holds a control character (U+0085) at character 4",)),
+    Case("line-separator-in-label", "payout", (cell("label", "Week\u202845", "payouts.csv"),),
+         ("label: holds a line separator (U+2028) at character 5",)),
+    Case("bidi-override-in-name", "merchant_payment",
+         (cell("first_name", "\u202eWanjiru", "merchant-payments.csv"),),
+         ("consumer.firstname: holds a bidirectional control (U+202E) at character 1",)),
+    Case("bidi-isolate-in-company", "onboarding",
+         (cell("company", "Boulangerie\u2067 Lyon", "onboarding.csv"),),
+         ("company.name: holds a bidirectional control (U+2067) at character 12",)),
+    Case("recipients-in-one-text", "remittance", (),
+         ("summary.email.to.0: 'payroll@example.com,attacker@evil.example' is not one email "
+          "address",), env={"RUNNER_SUMMARY_TO": "payroll@example.com,attacker@evil.example"}),
     # ---- enumerations of the documents
     Case("transfer-type-bogus", "account_transfer",
          (sub("  transfer: {currency: EUR}", "  transfer: {currency: EUR}\n  type: Bogus"),),

@@ -137,9 +137,53 @@ def test_the_password_in_a_base_url_is_never_repeated(outcomes: dict[str, Outcom
     assert "S3cr3tPass" not in outcomes["credentials-in-base-url"].output
 
 
+def test_no_line_of_a_file_refused_is_printed(outcomes: dict[str, Outcome]) -> None:
+    for case in ("rows-linked-to-environ", "rows-root-is-proc"):
+        assert SECRET not in outcomes[case].output and KEY not in outcomes[case].output
+    assert "s3cr3t-in-header" not in outcomes["header-is-a-settings-line"].output
+
+
 def test_no_hostile_job_sent_anything(outcomes: dict[str, Outcome],
                                       provider: RunningSandbox) -> None:
     counts = Admin(provider.url).requests()["counts"]
     assert not [call for call in counts if call.startswith("POST")], counts
 
 
+
+
+def test_hostile_plan_files_end_in_one_line(tmp_path: Path) -> None:
+    """A plan file is read as strictly as a job file: one line, exit 2, nothing sent."""
+    (tmp_path / "fifo.json").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "environ.json").symlink_to("/proc/self/environ")
+    plans = {
+        "deep.json": ("[" * 100_000 + "]" * 100_000,
+                      "objects and arrays nested too deep to read"),
+        "twice.json": ('{"format": "runner plan", "version": 1, "version": 2}',
+                       "the key 'version' is given twice in one object"),
+        "surrogate.json": ('{"format": "runner plan", "planned_by": {"user": "\\udc00"}}',
+                           "a text holds a lone surrogate (U+DC00): a \\u escape of half a "
+                           "UTF-16 pair, not a character"),
+        "fifo.json": (None, "not a regular file (a FIFO)"),
+        "environ.json": (None, "a special file of the system (proc); a job reads regular "
+                               "files only"),
+    }
+    for name, (content, why) in plans.items():
+        if content is not None:
+            (tmp_path / name).write_text(content, encoding="utf-8")
+        result = CliRunner().invoke(main, ["apply", str(tmp_path / name), "--yes"])
+        assert (result.exit_code, result.stderr.splitlines()) == (2, [
+            f"the plan is refused: {tmp_path / name}: cannot read a plan from it: {why}; "
+            "nothing was sent"]), name
+        assert SECRET not in result.output
+
+
+def test_a_full_standard_output_ends_in_one_line_and_exit_74(
+        environment: dict[str, str], tmp_path: Path) -> None:
+    jobs = example_copy(tmp_path)
+    with open("/dev/full", "w") as full:
+        ended = subprocess.run([sys.executable, "-m", "runner", "validate", "payroll.yaml"],
+                               stdout=full, stderr=subprocess.PIPE, text=True, cwd=jobs,
+                               env=environment, timeout=120)
+    assert (ended.returncode, ended.stderr.splitlines()) == (
+        74, ["error: the standard output: cannot write: No space left on device"])

@@ -270,6 +270,26 @@ def test_env_fills_text_inside_text_and_escapes() -> None:
     assert loaded.vars == {"period": "2027-11", "literal": "${NOT_A_VAR}"}
 
 
+def test_a_reference_in_a_default_is_filled_as_the_shell_fills_it() -> None:
+    vars_ = ('vars: {a: "${A:-${B}}", b: "${A:-${B:-${C:-c}}}/x", c: "${B:-${UNSET}}", '
+             'd: "${A:-{x}}}", e: "${A:-$${B}}"}')
+    write(Path("."), replace(REMITTANCE, 'vars: {period: "2026-11"}', vars_))
+    assert load_job("job.yaml", {"B": "b"}).vars == {
+        "a": "b", "b": "b/x", "c": "b", "d": "{x}}", "e": "${B}"}
+    assert load_job("job.yaml", {"A": "a", "B": "b"}).vars == {
+        "a": "a", "b": "a/x", "c": "b", "d": "a}}", "e": "a}"}  # as bash reads them
+    # Unset where the default is used: named, as at the top level.
+    assert problems(replace(REMITTANCE, 'vars: {period: "2026-11"}',
+                            'vars: {period: "${A:-${B}}"}')) == [
+        "job.yaml:5: vars.period: environment variable B is not set (write ${B:-default} to "
+        "allow a default)"]
+    deep = "${A:-" * 9 + "x" + "}" * 9
+    assert problems(replace(REMITTANCE, 'vars: {period: "2026-11"}',
+                            f'vars: {{period: "{deep}"}}')) == [
+        "job.yaml:5: vars.period: references nested more than 8 deep in defaults; write "
+        "${NAME} or ${NAME:-default} (or $${ for a literal ${)"]
+
+
 def test_malformed_reference() -> None:
     job = replace(REMITTANCE, 'vars: {period: "2026-11"}', 'vars: {period: "${2026"}')
     assert problems(job) == [

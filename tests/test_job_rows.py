@@ -123,11 +123,13 @@ def test_a_rows_file_is_a_regular_file_under_the_jobs_folder_or_items_root(
             return [str(error) for error in refused]
         return [f"{r.row} ok" for r in iter_items(job)]
 
-    under = "the folder rows files are read from (the job file's, or the one items.root names)"
+    under = "where the job's rows files are read from (items.root names another folder)"
     assert problems("../exports/payroll.csv") == [
-        f"jobs/job.yaml:13: items.from: jobs/../exports/payroll.csv: not under jobs, {under}"]
+        f"jobs/job.yaml:13: items.from: jobs/../exports/payroll.csv: outside the job file's "
+        f"folder, {under}"]
     assert problems(str(outside / "payroll.csv")) == [
-        f"jobs/job.yaml:13: items.from: {outside / 'payroll.csv'}: not under jobs, {under}"]
+        f"jobs/job.yaml:13: items.from: {outside / 'payroll.csv'}: outside the job file's "
+        f"folder, {under}"]
     # items.root names the folder: relative to the job file, or absolute.
     assert problems("../exports/payroll.csv", "../exports") == ["2 ok", "3 ok"]
     assert problems(str(outside / "payroll.csv"), str(outside)) == ["2 ok", "3 ok"]
@@ -137,14 +139,15 @@ def test_a_rows_file_is_a_regular_file_under_the_jobs_folder_or_items_root(
     assert problems("current.csv") == ["2 ok", "3 ok"]
     (jobs / "exported.csv").symlink_to(outside / "payroll.csv")
     assert problems("exported.csv") == [
-        f"jobs/job.yaml:13: items.from: jobs/exported.csv: not under jobs, {under}"]
+        f"jobs/job.yaml:13: items.from: jobs/exported.csv: outside the job file's folder, "
+        f"{under}"]
     # The system's special files, whatever the root; a FIFO; a folder.
     (jobs / "env.csv").symlink_to("/proc/self/environ")
     assert problems("env.csv", "/") == [
         "jobs/job.yaml:13: items.from: jobs/env.csv: a special file of the system (proc); a "
         "job reads regular files only"]
     assert problems("null.csv", "/dev") == [
-        "jobs/job.yaml:13: items.from: jobs/null.csv: not under /dev, " + under]
+        f"jobs/job.yaml:13: items.from: jobs/null.csv: outside items.root /dev, {under}"]
     assert problems("/dev/null\n  format: csv", "/") == [
         "jobs/job.yaml:13: items.from: /dev/null: a special file of the system (dev); a job "
         "reads regular files only"]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from runner.errors import BadStateLocation, JobErrors, RunnerError
+from runner.errors import BadStateLocation, FileNotWritten, JobErrors, RunnerError
 from runner.state.locations import StateLocation, parse_location
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,29 +70,36 @@ class QuietStdout:
     """``sys.stdout`` while a command runs: once its reader has gone (``runner status JOB |
     head -1``), the rest of the output is dropped and the command goes on to its end and its
     own exit code, quietly; a run still writes and mails its summary. The stream's file
-    descriptor is pointed at /dev/null so that nothing fails again at exit."""
+    descriptor is pointed at /dev/null so that nothing fails again at exit.
+
+    Output that cannot be written (a full disk: ``runner report JOB > /dev/full``) is
+    dropped the same way, the command going on, and ``lost`` says why: the command ends
+    with that line and exit 74 where it would have exited 0 (``reports_errors``)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._gone = False
+        self.lost: str | None = None
 
     def write(self, text: str) -> int:
         if not self._gone:
             try:
                 return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._drop()
+            except OSError as exc:
+                self._drop(exc)
         return len(text)
 
     def flush(self) -> None:
         if not self._gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._drop()
+            except OSError as exc:
+                self._drop(exc)
 
-    def _drop(self) -> None:
+    def _drop(self, exc: OSError) -> None:
         self._gone = True
+        if not isinstance(exc, BrokenPipeError):
+            self.lost = f"the standard output: cannot write: {exc.strerror or exc}"
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._stream.fileno())
@@ -121,7 +128,37 @@ def reports_errors(f: F) -> F:
     """Turn runner's errors into a message and the documented exit code; no traceback unless
     --debug."""
 
+    reported = _reported(f)
+
     @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+    @functools.wraps(f)
+    def wrapper(*args: Any, debug: bool, **kwargs: Any) -> Any:
+        try:
+            returned = reported(*args, debug=debug, **kwargs)
+        except SystemExit as ended:
+            _output_lost(ended.code)
+            raise
+        _output_lost(0)
+        return returned
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _output_lost(code: object) -> None:
+    """Say so when the standard output could not be written (``QuietStdout.lost``); exit 74
+    instead of 0 (a worse code is kept)."""
+    stdout = sys.stdout
+    if isinstance(stdout, QuietStdout) and stdout.lost is not None:
+        click.echo(f"error: {stdout.lost}", err=True)
+        stdout.lost = None
+        if code in (0, None):
+            sys.exit(FileNotWritten.exit_code)
+
+
+def _reported(f: F) -> Callable[..., Any]:
+    """``f`` with runner's errors turned into a message and their exit code (the body of
+    ``reports_errors``)."""
+
     @functools.wraps(f)
     def wrapper(*args: Any, debug: bool, **kwargs: Any) -> Any:
         try:
@@ -146,7 +183,7 @@ def reports_errors(f: F) -> F:
             _trace(debug)
             sys.exit(INTERNAL_ERROR)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _trace(debug: bool) -> None:

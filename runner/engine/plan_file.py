@@ -35,6 +35,8 @@ from typing import Any
 from runner.engine.plan import TO_PAY, Plan, PlannedItem
 from runner.errors import PlanRefused
 from runner.job import Job
+from runner.job.sources import Unreadable, open_regular
+from runner.job.strict_json import strict_loads
 from runner.state import Approval
 from runner.state.files import write_private
 
@@ -108,9 +110,12 @@ def write_plan(content: dict[str, Any], path: Path) -> str:
 def read_plan(path: Path) -> tuple[dict[str, Any], str]:
     """The plan file's content and digest; PlanRefused when it is not one."""
     try:
-        raw = path.read_bytes()
-        content = json.loads(raw)
-    except (OSError, ValueError) as exc:
+        with open_regular(path) as file:  # never a FIFO or a device
+            raw = file.read()
+        content = strict_loads(raw)  # a key twice, a lone surrogate, a deep nest: refused
+    except OSError as exc:
+        raise PlanRefused([f"{path}: cannot read a plan from it: {exc.strerror}"]) from None
+    except (Unreadable, ValueError) as exc:
         raise PlanRefused([f"{path}: cannot read a plan from it: {exc}"]) from None
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         raise PlanRefused([f"{path}: not a runner plan file"])

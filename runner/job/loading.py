@@ -39,6 +39,7 @@ from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.seen import Seen
 from runner.job.sources import Unreadable, open_regular, rows_file_problem
+from runner.job.strict_json import LONE_SURROGATE
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
 from runner.kinds import kinds
@@ -90,6 +91,9 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
     errors += fixed
     tree, missing = substitute(tree, os.environ if environ is None else environ, file, lines)
     errors += missing
+    unpaired = _lone_surrogates(tree, file, lines)
+    if unpaired:  # no text can hold them (a file, the state, a message): nothing goes on
+        raise JobErrors(unpaired)
     try:
         job = Job.model_validate(tree)
     except ValidationError as exc:
@@ -244,6 +248,30 @@ def check_job(path: str | Path, environ: Mapping[str, str] | None = None) -> lis
         return exc.errors
 
 
+def _lone_surrogates(tree: Any, file: str, lines: Lines) -> list[JobError]:
+    """An error for each text (or key) of ``tree`` holding a lone surrogate: a YAML
+    ``"\\ud800"`` escape, or an environment variable's bytes that are not UTF-8."""
+    errors = []
+    waiting: list[tuple[Location, Any]] = [((), tree)]
+    while waiting:
+        location, value = waiting.pop()
+        texts = [value] if isinstance(value, str) else \
+            [str(k) for k in value] if isinstance(value, dict) else []
+        for text in texts:
+            lone = LONE_SURROGATE.search(text)
+            if lone is not None:
+                errors.append(JobError(file, line_at(lines, location), ascii(dotted(
+                    location))[1:-1] or None, f"holds a lone surrogate (U+{ord(lone[0]):04X}): "
+                    "half of a UTF-16 pair (a \\u escape, or bytes that are not UTF-8 in the "
+                    "environment), not a character"))
+                break
+        if isinstance(value, dict):
+            waiting += [((*location, key), child) for key, child in value.items()]
+        elif isinstance(value, list):
+            waiting += [((*location, i), child) for i, child in enumerate(value)]
+    return sorted(errors, key=lambda error: error.row or 0)
+
+
 # ---------------------------------------------------------------- once-for-all-rows checks
 def _items_problems(job: Job) -> list[JobError]:
     template = ItemTemplate(job)
@@ -252,7 +280,7 @@ def _items_problems(job: Job) -> list[JobError]:
     if rows_path is None:
         return errors
     where = (str(job.path), job.line_of("items", "from"), "items.from")
-    refused = rows_file_problem(rows_path, job.rows_root)
+    refused = rows_file_problem(rows_path, *job.rows_root)
     if refused is not None:
         return [*errors, JobError(*where, refused)]
     if job.rows_format != "csv":
@@ -350,7 +378,7 @@ def _rows(job: Job) -> RowSource:
         rows = job.items.rows or []
         lines = [job.line_of("items", "rows", i) or 0 for i in range(len(rows))]
         return InlineRows(rows, lines, str(job.path))
-    return RowsFile(path, job.rows_format or "csv", job.items.delimiter, job.rows_root)
+    return RowsFile(path, job.rows_format or "csv", job.items.delimiter, *job.rows_root)
 
 
 def _listed(names: list[str], most: int = 20) -> str:

@@ -385,9 +385,12 @@ class Job(JobModel):
         return None if self.run.approvers is None else self._path.parent / self.run.approvers
 
     @property
-    def rows_root(self) -> Path:
-        """The folder the rows file must be under (``items.root``, else the job's)."""
-        return self._path.parent / (self.items.root or ".")
+    def rows_root(self) -> tuple[Path, str]:
+        """The folder the rows file must be under (``items.root``, else the job file's),
+        and how messages name it."""
+        if self.items.root is None:
+            return self._path.parent, "the job file's folder"
+        return self._path.parent / self.items.root, f"items.root {self.items.root}"
 
     @property
     def rows_format(self) -> Literal["csv", "jsonl"] | None:

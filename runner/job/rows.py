@@ -11,7 +11,8 @@ a person uses to find it, which is what every message about the row shows:
 Files are UTF-8; a byte-order mark (as Excel writes) is tolerated. Bytes that are not UTF-8
 make that row an error naming the row, and reading goes on with the next one; so does a line
 longer than ``limits.ROW_LINE_BYTES_MAX`` (skipped without being held in memory) and a JSON
-Lines row nested deeper than ``limits.NESTING_MAX``. JSON numbers are read from their text,
+Lines row nested deeper than ``limits.NESTING_MAX``, or holding a key twice or a lone
+surrogate (``strict_json``). JSON numbers are read from their text,
 as YAML's are: a decimal that the grammar of amounts (``runner.money.parse_amount``) takes is
 a ``Decimal``, any other (``1e400``, 40 digits) stays text, for the field to judge.
 """
@@ -29,6 +30,7 @@ from typing import IO, Any, Literal
 from runner.errors import JobError
 from runner.job.limits import NESTING_MAX, ROW_LINE_BYTES_MAX, too_deep
 from runner.job.sources import Unreadable, open_regular, rows_file_problem
+from runner.job.strict_json import JsonRefused, JsonTooDeep, strict_loads
 from runner.job.text import first_unseen
 from runner.money import parse_amount
 
@@ -54,6 +56,7 @@ class RowsFile:
     format: Literal["csv", "jsonl"]
     delimiter: str = ","
     root: Path | None = None  # the folder it must be under (``sources``), checked at each read
+    root_named: str = ""
 
     @property
     def name(self) -> str:
@@ -66,7 +69,8 @@ class RowsFile:
 
     def open(self) -> IO[bytes]:
         """The file, opened to be read, when it may be (``sources``); Unreadable if not."""
-        problem = None if self.root is None else rows_file_problem(self.path, self.root)
+        problem = None if self.root is None else \
+            rows_file_problem(self.path, self.root, self.root_named)
         if problem is not None:
             raise Unreadable(problem.removeprefix(f"{self.path}: "))
         return open_regular(self.path)
@@ -151,13 +155,15 @@ class RowsFile:
 
     def _json_row(self, number: int, text: str) -> RowValues | JobError:
         try:
-            value = json.loads(text.rstrip("\r\n"), parse_float=_json_decimal,
-                               parse_int=_json_integer)
+            value = strict_loads(text.rstrip("\r\n"), parse_float=_json_decimal,
+                                 parse_int=_json_integer)
         except json.JSONDecodeError as exc:
             return JobError(self.name, number, None,
                             f"invalid JSON at column {exc.colno}: {exc.msg}")
-        except RecursionError:
+        except JsonTooDeep:
             return JobError(self.name, number, None, _TOO_DEEP)
+        except JsonRefused as exc:
+            return JobError(self.name, number, None, f"invalid JSON: {exc}")
         if too_deep(value):
             return JobError(self.name, number, None, _TOO_DEEP)
         if not isinstance(value, dict):

@@ -50,13 +50,14 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(descriptor, "rb")
 
 
-def rows_file_problem(path: Path, root: Path) -> str | None:
+def rows_file_problem(path: Path, root: Path, named: str = "") -> str | None:
     """Why the rows file ``path`` may not be read, for a job whose rows files are under
-    ``root`` (``PATH: why``); None when it may."""
+    ``root`` (``named`` so in messages; by default its path): ``PATH: why``; None when it
+    may."""
     real, folder = Path(os.path.realpath(path)), Path(os.path.realpath(root))
     if not real.is_relative_to(folder):
-        return (f"{path}: not under {root}, the folder rows files are read from (the job "
-                "file's, or the one items.root names)")
+        return (f"{path}: outside {named or root}, where the job's rows files are read from "
+                "(items.root names another folder)")
     try:
         open_regular(path).close()
     except Unreadable as exc:

@@ -29,6 +29,8 @@ from runner.rules import text_limit
 
 UNSEEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                     r"\ud800-\udfff]")
+#: Half of a UTF-16 pair: no character, and no UTF-8 file, database or message can hold it.
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NAMES = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return", "\x00": "a NUL",
           "\u2028": "a line separator", "\u2029": "a paragraph separator"}
 
