@@ -298,6 +298,10 @@ CASES: list[Case] = [
          ("items.from: /etc/passwd: outside the job file's folder",)),
     Case("rows-file-is-a-fifo", "payment_order", (fifo("payment-orders.csv"),),
          ("items.from: payment-orders.csv: not a regular file (a FIFO)",)),
+    Case("summary-template-linked-to-environ", "remittance",
+         (link("../templates/summary.html.j2", "/proc/self/environ"),),
+         ("summary.template: the summary template failed: TemplateError: summary.html.j2: a "
+          "special file of the system (proc)",)),
     Case("header-is-a-settings-line", "legacy_pay",
          (put("legacy-pay.csv", "PGPASSWORD=s3cr3t-in-header,amount,format,email\n"
                                 "A-1,1.00,json,a@example.com\n"),),

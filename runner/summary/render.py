@@ -28,14 +28,32 @@ from jinja2 import (
     TemplateError,
     TemplateNotFound,
 )
+from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import JobError, JobErrors, SummaryError
 from runner.job import Job
+from runner.job.sources import Unreadable, open_regular
 from runner.summary.amounts import money_text, number_text
 from runner.summary.model import Summary
 
 BUILT_IN_TEXT, BUILT_IN_HTML = "runner/summary.txt.j2", "runner/summary.html.j2"
+
+
+class _RegularFiles(FileSystemLoader):
+    """The job's template folder, its templates read only when they are regular files
+    (``runner.job.sources``): a template linked to ``/proc/self/environ`` would put the
+    process's credentials in every summary, and a FIFO would never end."""
+
+    def get_source(self, environment: Any, template: str) -> tuple[str, str, Any]:
+        for folder in self.searchpath:
+            path = Path(folder, *split_template_path(template))
+            if path.exists():
+                try:
+                    open_regular(path).close()
+                except Unreadable as exc:
+                    raise TemplateError(f"{template}: {exc}") from None
+        return super().get_source(environment, template)
 
 
 class _Labels(dict[str, str]):
@@ -89,7 +107,7 @@ def templates_of(job: Job) -> Templates:
     named = job.summary.template if job.summary else None
     if named is not None:
         path = job.path.parent / named
-        loaders.append(FileSystemLoader(path.parent))
+        loaders.append(_RegularFiles(path.parent))
         kind = ".html.j2" if path.name.endswith(".html.j2") else ".txt.j2"
         other = path.name[: -len(kind)] + (".txt.j2" if kind == ".html.j2" else ".html.j2")
         if kind == ".html.j2":
