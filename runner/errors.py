@@ -10,6 +10,13 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     ├── JobErrors                  exit 2; every problem found, one JobError a line
     ├── FieldProblem               a model validator's word on one field; a ValueError too,
     │                              so that pydantic reports it (and runner.job makes it a JobError)
+    ├── FileUnreadable             a file a job names is not read: missing, not a regular
+    │                              file, under /proc, /sys or /dev, or outside the folder rows
+    │                              files are read from (runner.job.sources); made a JobError
+    ├── JsonRefused                JSON read two ways by two readers: a key twice in one
+    │   │                          object, a lone surrogate (runner.job.strict_json); a
+    │   │                          ValueError too, as the reader's own errors are
+    │   └── JsonTooDeep            nested deeper than the reader goes
     ├── StateError                 the state says no (no such item to resolve ...)
     │   ├── LeaseHeld              exit 75; another run holds the job's lease
     │   ├── StateMissing           exit 2; a command that only reads was given no database
@@ -167,6 +174,20 @@ class FieldProblem(RunnerError, ValueError):
         super().__init__(message)
 
 
+
+
+class FileUnreadable(RunnerError):
+    """Why a file a job names (the job file, its rows file, a summary template, a plan file)
+    is not read: the message says why, and never quotes what is in it."""
+
+
+class JsonRefused(RunnerError, ValueError):
+    """JSON that two readers would read two ways, refused rather than read one of them: a key
+    given twice in one object (the standard library keeps the last), a lone surrogate."""
+
+
+class JsonTooDeep(JsonRefused):
+    """JSON nested deeper than the reader goes."""
 
 
 class StateError(RunnerError):

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.engine.plan import TO_PAY, Plan, PlannedItem
-from runner.errors import PlanRefused
+from runner.errors import FileUnreadable, PlanRefused
 from runner.job import Job
-from runner.job.sources import Unreadable, open_regular
+from runner.job.sources import open_regular
 from runner.job.strict_json import strict_loads
 from runner.state import Approval
 from runner.state.files import write_private
@@ -115,7 +115,7 @@ def read_plan(path: Path) -> tuple[dict[str, Any], str]:
         content = strict_loads(raw)  # a key twice, a lone surrogate, a deep nest: refused
     except OSError as exc:
         raise PlanRefused([f"{path}: cannot read a plan from it: {exc.strerror}"]) from None
-    except (Unreadable, ValueError) as exc:
+    except (FileUnreadable, ValueError) as exc:
         raise PlanRefused([f"{path}: cannot read a plan from it: {exc}"]) from None
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         raise PlanRefused([f"{path}: not a runner plan file"])

@@ -32,10 +32,6 @@ _USAGE = "write ${NAME} or ${NAME:-default} (or $${ for a literal ${)"
 _SPECIAL = re.compile(r"\$\$\{|\$\{|\}")
 
 
-class _TooDeep(Exception):
-    pass
-
-
 def substitute(
     tree: Any, environ: Mapping[str, str], file: str, lines: Lines
 ) -> tuple[Any, list[JobError]]:
@@ -67,11 +63,11 @@ class _Filler:
         self.text = text
         self.environ = environ
         self.problems: list[str] = []
+        self._too_deep = False
 
     def fill(self) -> str:
-        try:
-            filled, _ = self._until(0, depth=0, used=True, closing=False)
-        except _TooDeep:
+        filled, _ = self._until(0, depth=0, used=True, closing=False)
+        if self._too_deep:  # what was read past it is no reference: say this only
             self.problems = [f"references nested more than {NESTING_MAX} deep in defaults; "
                              + _USAGE]
             return self.text
@@ -108,7 +104,8 @@ class _Filler:
             return self._value(name[0], used), after + 1
         if name and text.startswith(":-", after):
             if depth == NESTING_MAX:
-                raise _TooDeep
+                self._too_deep = True
+                return "", len(text)
             value = self.environ.get(name[0])
             default, end = self._until(after + 2, depth + 1, used and not value, closing=True)
             if end < len(text):  # the default's closing brace

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from runner.errors import JobError, JobErrors
+from runner.errors import FileUnreadable, JobError, JobErrors
 from runner.job.document import Lines, Location, dotted, line_at, read_document
 from runner.job.env import substitute
 from runner.job.fields import JobModel
@@ -38,7 +38,7 @@ from runner.job.model import Job, Run
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.seen import Seen
-from runner.job.sources import Unreadable, open_regular, rows_file_problem
+from runner.job.sources import open_regular, rows_file_problem
 from runner.job.strict_json import LONE_SURROGATE
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
@@ -171,7 +171,7 @@ def _read_job_file(file: str) -> bytes:
 
     try:
         opened = open_regular(Path(file))
-    except Unreadable as exc:
+    except FileUnreadable as exc:
         raise refused("no such job file" if str(exc) == "no such file" else str(exc)) from None
     except ValueError as exc:  # a NUL in the path
         raise refused(f"cannot read: {exc}") from None
@@ -232,7 +232,7 @@ def iter_items(job: Job, duplicates: bool = True,
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None
-    except Unreadable as exc:
+    except FileUnreadable as exc:
         raise JobErrors([JobError(source.name, None, None, str(exc))]) from None
     finally:
         seen.close()
@@ -287,7 +287,7 @@ def _items_problems(job: Job) -> list[JobError]:
         return errors
     try:
         header = _rows(job).header()  # type: ignore[union-attr]
-    except (OSError, Unreadable) as exc:
+    except (OSError, FileUnreadable) as exc:
         why = exc.strerror if isinstance(exc, OSError) else exc
         return [*errors, JobError(*where, f"cannot read {rows_path}: {why}")]
     if isinstance(header, JobError):

@@ -27,10 +27,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from runner.errors import JobError
+from runner.errors import FileUnreadable, JobError, JsonRefused, JsonTooDeep
 from runner.job.limits import NESTING_MAX, ROW_LINE_BYTES_MAX, too_deep
-from runner.job.sources import Unreadable, open_regular, rows_file_problem
-from runner.job.strict_json import JsonRefused, JsonTooDeep, strict_loads
+from runner.job.sources import open_regular, rows_file_problem
+from runner.job.strict_json import strict_loads
 from runner.job.text import first_unseen
 from runner.money import parse_amount
 
@@ -68,11 +68,11 @@ class RowsFile:
         return "row" if self.format == "csv" else "line"
 
     def open(self) -> IO[bytes]:
-        """The file, opened to be read, when it may be (``sources``); Unreadable if not."""
+        """The file, opened to be read, when it may be (``sources``); FileUnreadable if not."""
         problem = None if self.root is None else \
             rows_file_problem(self.path, self.root, self.root_named)
         if problem is not None:
-            raise Unreadable(problem.removeprefix(f"{self.path}: "))
+            raise FileUnreadable(problem.removeprefix(f"{self.path}: "))
         return open_regular(self.path)
 
     def header(self) -> list[str] | JobError:

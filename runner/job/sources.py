@@ -18,34 +18,32 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from runner.errors import FileUnreadable
+
 #: The folders of the system's special files: never read, whatever links point there.
 SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
-class Unreadable(Exception):
-    """Why a file a job names is not read (the message names no content)."""
-
-
 def open_regular(path: Path) -> BinaryIO:
     """``path`` opened to be read as bytes, when it is a regular file (links followed)
-    outside the system's special folders; Unreadable otherwise."""
+    outside the system's special folders; FileUnreadable otherwise."""
     real = Path(os.path.realpath(path))
     if any(real.is_relative_to(folder) for folder in SYSTEM_FOLDERS):
-        raise Unreadable(f"a special file of the system ({real.parts[1]}); a job reads "
+        raise FileUnreadable(f"a special file of the system ({real.parts[1]}); a job reads "
                          "regular files only")
     try:
         # Not blocking: a FIFO opens at once, and is then refused for what it is.
         descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise Unreadable("no such file") from None
+        raise FileUnreadable("no such file") from None
     except OSError as exc:
-        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+        raise FileUnreadable(f"cannot read: {exc.strerror or exc}") from None
     mode = os.fstat(descriptor).st_mode
     if not stat.S_ISREG(mode):
         os.close(descriptor)
         what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
             "a device or a socket"
-        raise Unreadable(f"not a regular file ({what})")
+        raise FileUnreadable(f"not a regular file ({what})")
     os.set_blocking(descriptor, True)
     return os.fdopen(descriptor, "rb")
 
@@ -60,6 +58,6 @@ def rows_file_problem(path: Path, root: Path, named: str = "") -> str | None:
                 "(items.root names another folder)")
     try:
         open_regular(path).close()
-    except Unreadable as exc:
+    except FileUnreadable as exc:
         return f"{path}: {exc}"
     return None

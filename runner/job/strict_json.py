@@ -15,19 +15,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from runner.errors import JsonRefused, JsonTooDeep
 from runner.job.text import LONE_SURROGATE
 
 # A \u escape of a surrogate: only then can a parsed text hold a lone one (raw surrogates
 # are not UTF-8, and a pair of escapes becomes one character).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-class JsonRefused(ValueError):
-    """Why a JSON text is not read (its content is not quoted, but for a key's name)."""
-
-
-class JsonTooDeep(JsonRefused):
-    """Nested deeper than the reader goes."""
 
 
 def strict_loads(text: str | bytes, parse_float: Callable[[str], Any] | None = None,

@@ -31,9 +31,9 @@ from jinja2 import (
 from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
 
-from runner.errors import JobError, JobErrors, SummaryError
+from runner.errors import FileUnreadable, JobError, JobErrors, SummaryError
 from runner.job import Job
-from runner.job.sources import Unreadable, open_regular
+from runner.job.sources import open_regular
 from runner.summary.amounts import money_text, number_text
 from runner.summary.model import Summary
 
@@ -51,7 +51,7 @@ class _RegularFiles(FileSystemLoader):
             if path.exists():
                 try:
                     open_regular(path).close()
-                except Unreadable as exc:
+                except FileUnreadable as exc:
                     raise TemplateError(f"{template}: {exc}") from None
         return super().get_source(environment, template)
 
