@@ -1,4 +1,5 @@
-"""Card numbers, wherever runner meets one: the Luhn check, and masking to the last four.
+"""Card numbers, wherever runner meets one: the Luhn check (python-stdnum's, for job
+validation, the summary and the sandbox alike), and masking to the last four.
 
 Card numbers and CVVs are never stored: the validation checks them (``luhn``), the engine
 keeps only their last four digits (``mask``), and the summary masks anything shaped like a
@@ -7,14 +8,12 @@ card number in the provider's texts.
 
 from __future__ import annotations
 
+from stdnum import luhn as _luhn
+
 
 def luhn(digits: str) -> bool:
     """True when ``digits`` (ASCII digits only) pass the Luhn check of card numbers."""
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        n = int(d) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0
+    return bool(digits) and _luhn.is_valid(digits)
 
 
 def mask(value: str) -> str:

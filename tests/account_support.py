@@ -8,6 +8,7 @@ from typing import Any
 
 import requests
 from conftest import Api, body, error_of
+from stdnum import iban as stdnum_iban
 
 ACCOUNT = "/v1/account"
 ONBOARDING = "/v1/onboarding"
@@ -28,8 +29,7 @@ def refused(response: requests.Response, status: int, code: str, *words: str) ->
 
 def iban(country: str, bban: str) -> str:
     """An IBAN with the check digits that make it valid (ISO 13616, mod 97)."""
-    digits = "".join(str(int(c, 36)) for c in bban + country + "00")
-    return f"{country}{98 - int(digits) % 97:02d}{bban}"
+    return f"{country}{stdnum_iban.calc_check_digits(country + '00' + bban)}{bban}"
 
 
 def money(amount: str, currency: str = "EUR") -> dict[str, Any]:

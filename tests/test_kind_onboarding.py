@@ -330,6 +330,36 @@ def test_a_refusal_fails_the_item_with_the_providers_code(sb: RunningSandbox, ad
     assert onboarded(sb)["companies"] == []
 
 
+def test_bank_accounts_checked_by_their_country_and_sent_in_electronic_form(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """An IBAN printed with spaces in lower case is taken and sent without spaces in
+    capitals (and the BIC likewise); a French IBAN of 19 characters and a BIC of no
+    country (ZZ) are refused before anything is sent."""
+    rows = [("ok", "Ok SA", "Ok", "TPL-STANDARD", "ok-eur"),
+            ("short", "Short SA", "Short", "TPL-STANDARD", "short-eur"),
+            ("zz", "Zz SA", "Zz", "TPL-STANDARD", "zz-eur")]
+    job = write_job(tmp_path, sb, rows)
+    ibans = {"ok": "fr76 3000 6000 0112 3456 7890 189", "short": "FR39300060000112345"}
+    csv = tmp_path / "rows.csv"
+    csv.write_text("".join(line.replace(IBAN, ibans.get(line.split(",")[0], IBAN)) + "\n"
+                           for line in csv.read_text().splitlines()))
+    job.write_text(job.read_text().replace(
+        "bic: BNPAFRPP", "bic: \"{{ 'DEUTZZFF' if row.shop == 'zz' else 'bnpa frpp' }}\""))
+    code, out, _ = runner("validate", job, state)
+    assert (code, out) == (2, [
+        f"{csv}:3: account.payout_bank_accounts.0.iban: 'FR39300060000112345' is not an "
+        "IBAN: an IBAN of FR has 27 characters, this one 19",
+        f"{csv}:4: account.payout_bank_accounts.0.bic: 'DEUTZZFF' is not a BIC: 'ZZ' is not "
+        "a country code (ISO 3166)",
+        f"{job}: 3 items, 1 valid, 2 invalid"])
+    write_job(tmp_path, sb, rows[:1])
+    csv.write_text(csv.read_text().replace(IBAN, ibans["ok"]))
+    job.write_text(job.read_text().replace("bic: BNPAFRPP", "bic: bnpa frpp"))
+    assert runner("run", job, state)[0] == 0
+    bank = onboarded(sb)["accounts"][0]["payout_bank_accounts"][0]
+    assert (bank["iban"], bank["bic"]) == (IBAN, "BNPAFRPP")
+
+
 def test_offline_checks(sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb, [("a", "CMP0042", "A", "TPL-STANDARD", "ACC9"),
                                    ("b", "B Co", "B", "TPL-STANDARD", "b/eur")])
@@ -340,8 +370,8 @@ def test_offline_checks(sb: RunningSandbox, adm: Admin, tmp_path: Path, state: P
     assert (code, out) == (2, [
         f"{rows}:2: company.name: must not have the form of an id (CMP and digits)",
         f"{rows}:2: account.label: must not have the form of an id (ACC and digits)",
-        f"{rows}:2: account.payout_bank_accounts.0.iban: not a valid IBAN (electronic form "
-        "without spaces, check digits)",
+        f"{rows}:2: account.payout_bank_accounts.0.iban: 'FR7630006000011234567890188' is "
+        "not an IBAN: its check digits are wrong",
         f"{rows}:3: account.label: must not contain '/'",
         f"{job}: 2 items, 0 valid, 2 invalid"])
     company = write_job(tmp_path, sb, ROWS[:1], company="    company_id: CMP0002")

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from runner import rules
+from runner.bank_accounts import compact_bic, compact_iban
 from runner.errors import FieldProblem
 from runner.job.fields import Amount, JobModel, Text
 
@@ -229,6 +230,17 @@ class PayoutBankAccount(JobModel, rules.PayoutBankAccountFields):
     format: Literal["IBAN"] = Field(
         description="kind of account number stored: IBAN, the only value the document shows "
         "and the provider takes")
+
+    # Written as people print them (spaces, any case); sent in electronic form.
+    @field_validator("iban")
+    @classmethod
+    def _iban(cls, value: str) -> str:
+        return compact_iban(value)
+
+    @field_validator("bic")
+    @classmethod
+    def _bic(cls, value: str) -> str:
+        return compact_bic(value)
 
 
 class Account(JobModel):

@@ -8,8 +8,9 @@ and the item fails at that link). What is checked:
 - the names the provider keeps unique and looks resources up by (company name, account
   label) must not have the form of an id of their kind (``CMP0001``, ``ACC0001``) and must
   not hold ``/`` (they go into lookup paths);
-- e-mail addresses; per payout bank account, with ``format: IBAN``, the IBAN (electronic
-  form, ISO 13616 check digits), the BIC (8 or 11 characters), ``bank_country_iso_code``
+- e-mail addresses; per payout bank account, with ``format: IBAN``, the IBAN (its
+  country's length and layout, ISO 13616 check digits; spaces allowed), the BIC (8 or 11
+  characters, an ISO 3166 country: ``runner.bank_accounts``), ``bank_country_iso_code``
   (ISO 3166-1 alpha-3) and ``target_currency`` (ISO 4217).
 """
 
@@ -19,21 +20,12 @@ import re
 from collections.abc import Iterator
 
 from runner import rules
+from runner.bank_accounts import bic_problem, iban_problem
 from runner.job.collection import OnboardingItem, PayoutBankAccount
 from runner.validation.catalogue import Catalogue, Read, unless_forbidden
 
 Problems = Iterator[tuple[str, str]]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-IBAN = re.compile(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}")
-BIC = re.compile(r"[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?")
-
-
-def is_iban(value: str) -> bool:
-    """Electronic form (no spaces), with valid check digits (ISO 13616, mod 97)."""
-    if not IBAN.fullmatch(value):
-        return False
-    moved = value[4:] + value[:4]
-    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
 def _name(where: str, value: str, prefix: str) -> Problems:
@@ -49,11 +41,10 @@ def _email(where: str, value: str | None) -> Problems:
 
 
 def _bank(where: str, bank: PayoutBankAccount) -> Problems:
-    if bank.format == "IBAN" and not is_iban(bank.iban):
-        yield f"{where}.iban", "not a valid IBAN (electronic form without spaces, check " \
-                               "digits)"
-    if not BIC.fullmatch(bank.bic):
-        yield f"{where}.bic", f"{bank.bic!r} is not a BIC (8 or 11 characters)"
+    if bank.format == "IBAN" and (problem := iban_problem(bank.iban)) is not None:
+        yield f"{where}.iban", f"{bank.iban!r} is not an IBAN: {problem}"
+    if (problem := bic_problem(bank.bic)) is not None:
+        yield f"{where}.bic", f"{bank.bic!r} is not a BIC: {problem}"
     country = bank.bank_country_iso_code
     if country is not None and not rules.is_country(country):
         yield f"{where}.bank_country_iso_code", f"{country!r} is not an ISO 3166-1 alpha-3 code"

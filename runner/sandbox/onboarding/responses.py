@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from runner import rules
+from runner.bank_accounts import bic_problem, compact_bic, compact_iban, iban_problem
 from runner.sandbox.accounts import models as ledger
 from runner.sandbox.core.errors import JSON, ApiError
 from runner.sandbox.core.routing import DecimalRoute, sandbox
@@ -28,18 +29,15 @@ from runner.sandbox.onboarding import schemas as a
 router = APIRouter(prefix="/v1/onboarding", route_class=DecimalRoute,
                    tags=["collection service: onboarding"])
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-IBAN = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}")
-BIC = re.compile(r"[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?")
 FORMATS = ("IBAN",)
 ACCOUNT_TYPES = ("SAVINGS", "DEPOSIT", "CHECKING", "OTHERS")
 
 
-def is_iban(value: str) -> bool:
-    """Electronic form (no spaces), with valid check digits (ISO 13616, mod 97)."""
-    if not IBAN.fullmatch(value):
-        return False
-    moved = value[4:] + value[:4]
-    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+def _iban_problem(value: str) -> str | None:
+    """The provider takes the electronic form only (no spaces, capitals)."""
+    if value != compact_iban(value):
+        return "not in electronic form (no spaces, capitals)"
+    return iban_problem(value)
 
 
 def _template(template_id: str) -> str:
@@ -129,10 +127,13 @@ def _bank_problems(bank: a.PayoutBankAccountCreate, currency: str) -> dict[str, 
     problems = {}
     if bank.format not in FORMATS:
         problems["format"] = f"must be one of {', '.join(FORMATS)}"
-    elif not is_iban(bank.iban):
-        problems["iban"] = f"{bank.iban!r} is not a valid IBAN (electronic form, check digits)"
-    if not BIC.fullmatch(bank.bic):
-        problems["bic"] = f"{bank.bic!r} is not a BIC (8 or 11 characters)"
+    elif (problem := _iban_problem(bank.iban)) is not None:
+        problems["iban"] = f"{bank.iban!r} is not a valid IBAN: {problem}"
+    if bank.bic != compact_bic(bank.bic):
+        problems["bic"] = f"{bank.bic!r} is not a BIC: not in electronic form (no spaces, " \
+                          "capitals)"
+    elif (problem := bic_problem(bank.bic)) is not None:
+        problems["bic"] = f"{bank.bic!r} is not a BIC: {problem}"
     country = bank.bank_country_iso_code
     if country is not None and not rules.is_country(country):
         problems["bank_country_iso_code"] = f"{country!r} is not an ISO 3166-1 alpha-3 code"

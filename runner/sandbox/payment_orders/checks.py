@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
+from runner.cards import luhn
 from runner.sandbox.core.errors import ApiError
 from runner.sandbox.core.store import Store
 from runner.sandbox.onboarding import models as records
@@ -106,7 +107,7 @@ def card(number: str, cvv: str | None, month: str | None, year: str | None, now:
     """Check card data; ``names`` gives the field names to use in messages. Neither the
     number nor the CVV ever appears in a message."""
     digits = number.replace(" ", "")
-    if not ascii_digits(digits) or not 12 <= len(digits) <= 19 or not _luhn(digits):
+    if not ascii_digits(digits) or not 12 <= len(digits) <= 19 or not luhn(digits):
         raise ApiError("2001101", f"{names['number']} is not a valid card number")
     if cvv is None or not (ascii_digits(cvv) and len(cvv) in (3, 4)):
         raise ApiError("2001101", f"{names['cvv']} must be 3 or 4 digits")
@@ -126,10 +127,3 @@ def card(number: str, cvv: str | None, month: str | None, year: str | None, now:
 def ascii_digits(text: str) -> bool:
     """Digits 0-9 only (``str.isdigit`` also takes ``³`` and ``１``)."""
     return text.isascii() and text.isdigit()
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, d in enumerate(int(c) for c in reversed(digits)):
-        total += d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2)
-    return total % 10 == 0
