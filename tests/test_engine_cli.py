@@ -35,6 +35,7 @@ from engine_support import (
 
 from runner.sandbox import RunningSandbox
 from runner.state import LEASE_TTL, open_store
+from runner.state.holders import JobLock, this_process
 
 JOB_NAME = "pay-2026-11"
 EVERY = {"pay-a": 1, "pay-b": 1, "pay-c": 1}
@@ -203,27 +204,66 @@ def test_a_live_run_holding_the_lease_makes_a_second_start_exit_75(
     assert confirmed(sb) == EVERY
 
 
-@pytest.mark.parametrize("whose", ["dead pid", "stale heartbeat"])
-def test_an_abandoned_lease_is_taken_over(whose: str, sb: RunningSandbox, adm: Admin,
-                                          tmp_path: Path, state: Path) -> None:
-    pid, beat = (_dead_pid(), time.time()) if whose == "dead pid" else (
-        os.getpid(), time.time() - LEASE_TTL - 5)
+ANOTHER_NS = "pid:[4026530001]"  # a PID namespace that is not this process's
+
+
+def _lease_row(whose: str) -> dict[str, object]:
+    """A lease row left by a run that is gone (or, for the last three, may be alive)."""
+    me = this_process()
+    row: dict[str, object] = {
+        "job_name": JOB_NAME, "run_id": 7, "host": me.host, "pid": _dead_pid(),
+        "token": "old", "heartbeat_at": time.time(), "boot_id": me.boot_id,
+        "pid_ns": me.pid_ns, "locked": 0}
+    if whose == "stale heartbeat":
+        row.update(pid=os.getpid(), heartbeat_at=time.time() - LEASE_TTL - 5)
+    elif whose.startswith("killed in another container"):
+        # PID 1 of a container killed a moment ago: PID 1 here is alive, and means
+        # another process; its lock file is what tells.
+        row.update(pid=1, pid_ns=ANOTHER_NS, locked=1)
+    elif whose == "another host":  # a fresh heartbeat from another kernel: alive
+        row.update(pid=1, boot_id="0b0e7f3c-another-boot", host="elsewhere", locked=1)
+    elif whose == "no kernel identity":  # a row of an older runner: the heartbeat decides
+        row.update(boot_id=None, pid_ns=None)
+    return row
+
+
+@pytest.mark.parametrize("whose, blocked", [
+    ("dead pid", False), ("stale heartbeat", False), ("killed in another container", False),
+    ("killed in another container, its lock held", True), ("another host", True),
+    ("no kernel identity", True)])
+def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: RunningSandbox,
+                                          adm: Admin, tmp_path: Path, state: Path) -> None:
+    """Only a lease whose holder is known gone, or silent for LEASE_TTL, is taken over; a
+    PID is trusted only in this boot and PID namespace, and across namespaces the job's
+    lock file (which the kernel drops with its holder) tells."""
+    row = _lease_row(whose)
     holder = open_store(state)
     try:
-        holder.db.table("leases").insert({"job_name": JOB_NAME, "run_id": 7,
-                                          "host": socket.gethostname(), "pid": pid,
-                                          "token": "old", "heartbeat_at": beat})
+        holder.db.table("leases").insert(row)
     finally:
         holder.close()
+    lock = JobLock(state, JOB_NAME)
+    if whose.endswith("its lock held"):  # a live process on this kernel holds it
+        assert lock.take() is True
     job = write_job(tmp_path, sb)
-    assert runner("run", job, state) == (0, [f"{JOB_NAME}: 3 items: 3 settled",
-                                             "  EUR: sent 60.00, fees 4.50"], [])
+    try:
+        result = runner("run", job, state)
+    finally:
+        lock.release()
+    if blocked:
+        assert result == (75, [], [f"error: job {JOB_NAME} is being run by pid {row['pid']} "
+                                   f"on {row['host']} (run 7); try later"])
+        assert posts(adm).get("POST", 0) == 0
+        return
+    assert result == (0, [f"{JOB_NAME}: 3 items: 3 settled", "  EUR: sent 60.00, fees 4.50"],
+                      [])
     assert confirmed(sb) == EVERY
     holder = open_store(state)
     try:
         assert list(holder.db.table("leases").rows) == []  # released at the end
     finally:
         holder.close()
+    assert lock.take() is True  # and its lock let go
 
 
 # ---------------------------------------------------------------- rule 7

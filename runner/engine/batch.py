@@ -47,7 +47,7 @@ from typing import Any
 
 from runner.engine.approvals import require_plan
 from runner.engine.flow import Flow, Run
-from runner.engine.pages import Pages, Stager, give_up, worker_id
+from runner.engine.pages import Pages, Stager, give_up
 from runner.engine.phases import Heartbeat, PhaseStart, Progress
 from runner.engine.plan import CHANGED, Plan, balances, make_plan
 from runner.engine.plan_file import AppliedPlan, compare, restrict
@@ -68,6 +68,7 @@ from runner.state import (
     now_iso,
     open_store,
 )
+from runner.state.holders import worker_name
 from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
@@ -132,7 +133,7 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
         except LeaseHeld as held:
             state.end_run(run_id, held.exit_code, {}, str(held))
             raise
-        worker = worker_id()
+        worker = worker_name()
         if not state.shared:
             state.drop_claims(job.name)  # the lease makes this run the only worker
         beat = Heartbeat(state, job.name, token, (worker, options.claim_ttl))

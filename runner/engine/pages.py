@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -31,30 +28,12 @@ from runner.engine.plan import TO_PAY, PlannedItem
 from runner.errors import StateError
 from runner.job import Job, ValidItem, iter_items
 from runner.state import ItemRecord, StateStore
+from runner.state.holders import worker_gone
 from runner.state.records import Staged
 
 log = logging.getLogger("runner")
 STAGE_CHUNK = 1000
 PAGE = 500  # items in a page of a pass that is not cut in windows
-
-
-def worker_id() -> str:
-    """A name for this process's claims, unique across hosts: host:pid:random."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _gone(worker: str) -> bool:
-    """True when ``worker`` (``worker_id``) ran on this host and its process is gone."""
-    parts = worker.rsplit(":", 2)
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def give_up(state: StateStore, job_name: str, worker: str) -> None:
@@ -176,7 +155,7 @@ class Pages:
         others = [w for w in self.state.claimants(self.job_name) if w != self.worker]
         if not others:
             return False
-        gone = [w for w in others if _gone(w)]
+        gone = [w for w in others if worker_gone(w)]
         for w in gone:
             log.warning("worker %s is gone: its items are taken over", w)
             self.state.expire_claims(self.job_name, w)

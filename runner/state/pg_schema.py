@@ -22,7 +22,12 @@ from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
 from runner.state.opening import _expected, refuse_missing
-from runner.state.sqlite_schema import MIGRATION_0008, MIGRATION_0011, MIGRATION_0013
+from runner.state.sqlite_schema import (
+    MIGRATION_0008,
+    MIGRATION_0011,
+    MIGRATION_0013,
+    MIGRATION_0014,
+)
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 from runner.state.store import now_iso
 
@@ -96,6 +101,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "ALTER TABLE items ADD COLUMN earlier_paid text",
     ),
     "0013_plan_files_signers": MIGRATION_0013,  # the same statements as SQLite's
+    "0014_lease_holder_kernel": MIGRATION_0014,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

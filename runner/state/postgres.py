@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import socket
 import threading
@@ -52,6 +51,7 @@ import psycopg
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
+from runner.state.holders import this_process
 from runner.state.pg_wire import (
     DecimalText,
     Tx,
@@ -254,15 +254,18 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                            [run_id, time.time(), job_name])
                 return str(rows[0]["token"])
             token = uuid.uuid4().hex
-            values = [job_name, run_id, self.host, os.getpid(), token, time.time()]
+            me = this_process()
+            values = [job_name, run_id, me.host, me.pid, token, time.time(), me.boot_id,
+                      me.pid_ns]
+            columns = "(job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns) " \
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             if rows and self._alive(rows[0]):
-                tx.execute("INSERT INTO worker_leases (job_name, run_id, host, pid, token, "
-                           "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)", values)
+                tx.execute(f"INSERT INTO worker_leases {columns}", values)
                 return token
-            tx.execute("INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_name) DO UPDATE SET "
-                       "run_id = excluded.run_id, host = excluded.host, pid = excluded.pid, "
-                       "token = excluded.token, heartbeat_at = excluded.heartbeat_at", values)
+            tx.execute(f"INSERT INTO leases {columns} ON CONFLICT (job_name) DO UPDATE SET "
+                       + ", ".join(f"{c} = excluded.{c}" for c in (
+                           "run_id", "host", "pid", "token", "heartbeat_at", "boot_id",
+                           "pid_ns", "locked")), values)
             return token
         return self._with_tx(work)
 
@@ -273,6 +276,10 @@ class PostgresStore(PostgresWorkers, SqliteStore):
                       [time.time(), token])
         except StateError as exc:  # the run's next write meets it, and says so
             log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
+
+    def _lock(self, job_name: str) -> None:
+        """No lock file: the heartbeat, and the PID where it means the same, decide."""
+        return None
 
     def release_lease(self, job_name: str, token: str) -> None:
         self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token],

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import socket
 import sqlite3
 import threading
@@ -38,13 +37,14 @@ from sqlite_utils import Database
 from runner.errors import LeaseHeld, StateError
 from runner.state.files import private_file, private_folder
 from runner.state.history import RetryRecord
+from runner.state.holders import JobLock, alive, this_process
 from runner.state.opening import check_migrations, check_tables, state_error
 from runner.state.passes import LocalPasses
 from runner.state.payees import PayeeBook
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord
 from runner.state.runs import RunBook
 from runner.state.sqlite_schema import migrations
-from runner.state.store import LEASE_TTL, now_iso
+from runner.state.store import now_iso
 
 log = logging.getLogger("runner")
 # Exact amounts are stored as their text.
@@ -63,6 +63,9 @@ def _update_items(external_id: str, values: Mapping[str, Any], stamp: str | None
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``hold_lease``).
 LOCK_WAIT = 10.0
+# The job locks this process holds, by lease token (``holders.JobLock``): a lease taken
+# ahead of its run (``hold_lease``) and taken over by it is released by either.
+_LOCKS: dict[str, JobLock] = {}
 
 
 class SqliteStore(RunBook, LocalPasses, PayeeBook):
@@ -168,27 +171,37 @@ class SqliteStore(RunBook, LocalPasses, PayeeBook):
                 conn.execute("UPDATE leases SET run_id = ?, heartbeat_at = ? "
                              "WHERE job_name = ?", [run_id, time.time(), job_name])
                 return str(rows[0]["token"])
-            if rows and self._alive(rows[0]):
-                held = rows[0]
-                run = f" (run {held['run_id']})" if held["run_id"] else " (starting)"
-                raise LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
-                                f"{held['host']}{run}; try later")
+            lock = self._lock(job_name)
+            taken = lock.take() if lock is not None else None
+            if taken is False or (rows and alive(rows[0], taken)):
+                if lock is not None:
+                    lock.release()
+                raise self._held(job_name, rows[0] if rows else None)
+            me = this_process()
             conn.execute("INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, "
-                         "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)",
-                         [job_name, run_id, self.host, os.getpid(), token, time.time()])
+                         "heartbeat_at, boot_id, pid_ns, locked) VALUES "
+                         "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [job_name, run_id, me.host, me.pid, token, time.time(), me.boot_id,
+                          me.pid_ns, int(bool(taken))])
+        if lock is not None and taken:
+            _LOCKS[token] = lock
         return token
 
+    @staticmethod
+    def _held(job_name: str, held: dict[str, Any] | None) -> LeaseHeld:
+        if held is None:  # its lock still held: a run ending, or one on another database
+            return LeaseHeld(f"job {job_name} is being run by another process; try later")
+        run = f" (run {held['run_id']})" if held["run_id"] else " (starting)"
+        return LeaseHeld(f"job {job_name} is being run by pid {held['pid']} on "
+                         f"{held['host']}{run}; try later")
+
+    def _lock(self, job_name: str) -> JobLock | None:
+        """The job's lock file beside the database (None: a database in memory)."""
+        return JobLock(self.path, job_name) if self.path is not None else None
+
     def _alive(self, lease: dict[str, Any]) -> bool:
-        if time.time() - lease["heartbeat_at"] > LEASE_TTL:
-            return False
-        if lease["host"] == self.host:
-            try:
-                os.kill(lease["pid"], 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                return True
-        return True
+        lock = self._lock(lease["job_name"])
+        return alive(lease, lock.probe() if lock is not None else None)
 
     def heartbeat(self, job_name: str, token: str) -> None:
         try:
@@ -199,6 +212,9 @@ class SqliteStore(RunBook, LocalPasses, PayeeBook):
 
     def release_lease(self, job_name: str, token: str) -> None:
         self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token])
+        lock = _LOCKS.pop(token, None)
+        if lock is not None:
+            lock.release()
 
     # ------------------------------------------------------------ items
     def item(self, external_id: str) -> ItemRecord | None:

@@ -182,3 +182,18 @@ MIGRATION_0013 = (
     "ALTER TABLE approvals ADD COLUMN planner_key text",
     "ALTER TABLE approvals ADD COLUMN signers text",
 )
+
+
+@migrations(name="0014_lease_holder_kernel")
+def _holders(db: Database) -> None:
+    # A lease's holder by the kernel boot and PID namespace its PID belongs to, and whether
+    # it holds the job's lock file (runner.state.holders): a PID is asked about only where
+    # it names the same process, and a killed container's run is known dead at once.
+    for sql in MIGRATION_0014:
+        db.execute(sql)
+
+
+MIGRATION_0014 = tuple(
+    f"ALTER TABLE {table} ADD COLUMN {column}"
+    for table in ("leases", "worker_leases")
+    for column in ("boot_id text", "pid_ns text", "locked bigint NOT NULL DEFAULT 0"))
