@@ -113,7 +113,7 @@ def out_lines(result: Result) -> list[str]:
 
 def err_lines(result: Result) -> list[str]:
     """stderr without the log lines (timestamped) of the run."""
-    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (INFO|WARNING|ERROR|DEBUG) ")
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (INFO|WARNING|ERROR|DEBUG) ")
     return [line for line in result.stderr.splitlines() if not stamp.match(line)]
 
 

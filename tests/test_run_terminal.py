@@ -158,7 +158,7 @@ def test_on_a_terminal_yes_pays_with_bars_per_phase(
     assert re.search(r"confirm +━+ 30/30 [\d,.]+/s elapsed", screen)
     assert re.search(r"poll final +━+ 30/30 ", screen)
     # A log line lands on a line of its own above the bars, in colour.
-    assert re.search(r"\r\x1b\[2K\x1b\[33m\d{4}-\d\d-\d\dT[\d:]+ WARNING pay-x failed: "
+    assert re.search(r"\r\x1b\[2K\x1b\[33m\d{4}-\d\d-\d\dT[\d:]+Z WARNING pay-x failed: "
                      r"1003001 Payer is inactive in your account\x1b\[0m\r\n", shown)
     assert "\x1b[38;5;" in shown or "\x1b[32m" in shown  # the bars in colour
     assert len(confirmed(sb)) == 30

@@ -124,9 +124,24 @@ def quiet_stdout(ctx: click.Context) -> None:
     ctx.call_on_close(restore)
 
 
+EXIT_HOOKS = "runner.exit_hooks"
+
+
+def on_exit(hook: Callable[[int], None]) -> None:
+    """Call ``hook`` with the command's exit code, once it is known, whatever ended it."""
+    click.get_current_context().meta.setdefault(EXIT_HOOKS, []).append(hook)
+
+
+def _exited(code: Any) -> None:
+    ctx = click.get_current_context(silent=True)
+    hooks = ctx.meta.get(EXIT_HOOKS, []) if ctx is not None else []
+    for hook in hooks:
+        hook(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 def reports_errors(f: F) -> F:
     """Turn runner's errors into a message and the documented exit code; no traceback unless
-    --debug."""
+    --debug. Then the hooks of ``on_exit`` (the metrics file) learn the code."""
 
     reported = _reported(f)
 
@@ -134,11 +149,16 @@ def reports_errors(f: F) -> F:
     @functools.wraps(f)
     def wrapper(*args: Any, debug: bool, **kwargs: Any) -> Any:
         try:
-            returned = reported(*args, debug=debug, **kwargs)
-        except SystemExit as ended:
-            _output_lost(ended.code)
+            try:
+                returned = reported(*args, debug=debug, **kwargs)
+            except SystemExit as ended:
+                _output_lost(ended.code)
+                raise
+            _output_lost(0)
+        except SystemExit as end:
+            _exited(end.code)
             raise
-        _output_lost(0)
+        _exited(0)
         return returned
 
     return wrapper  # type: ignore[return-value]

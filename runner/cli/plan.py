@@ -159,7 +159,7 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fm
 @reports_errors
 def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
           concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
-          verbose: bool) -> None:
+          verbose: bool, log_format: str | None, metrics_file: Path | None) -> None:
     """Pay exactly what the plan file PLAN (`runner plan JOB -o PLAN`) lists.
 
     Refused (exit 2, nothing sent) when the plan file was edited in any way, when the job,
@@ -197,7 +197,8 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
         sys.exit(refused.exit_code)
     _execute(job.path, location, concurrency, yes, allow_partial, quiet, verbose,
              confirm_only=False, applied=applied,
-             ask=lambda plan: _ask_file(content, digest, plan))
+             ask=lambda plan: _ask_file(content, digest, plan), log_format=log_format,
+             metrics_file=metrics_file)
 
 
 def _ask_file(content: dict[str, Any], digest: str, plan: Plan) -> bool:

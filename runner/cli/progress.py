@@ -41,6 +41,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from runner.logs import event
+
 log = logging.getLogger("runner")
 beats = logging.getLogger("runner.progress")  # kept by -q, which silences runner's INFO
 HEARTBEAT = 30.0  # seconds of a phase between two plain progress lines
@@ -134,7 +136,7 @@ class PlainProgress(RunProgress):
                 return
             self.last = self.clock()
             line = self.line(self.current)
-        beats.info("%s", line)
+        beats.info("%s", line, extra=event("progress"))
 
     def _beat(self) -> None:
         while not self._stop.wait(self.tick):

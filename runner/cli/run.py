@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -17,6 +18,7 @@ import simplejson
 from runner.cli.options import (
     F,
     job_argument,
+    on_exit,
     reports_errors,
     state_dir_of,
     state_option,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # annotations only: the commands import the library where the
     from runner.engine.plan import Plan
     from runner.engine.plan_file import AppliedPlan
     from runner.job import Job
+    from runner.metrics import RunMetrics
     from runner.summary import Templates
 
 QUOTE = click.option("--quote", is_flag=True,
@@ -92,11 +95,13 @@ def _print_report(report: Any) -> None:
     click.echo(report.closing_line())
 
 
-def _logging(quiet: bool, verbose: bool) -> None:
-    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+def log_to_stderr(level: int = logging.WARNING, fmt: str | None = None) -> None:
+    """The "runner" logger's records on stderr, in ``fmt`` (text or json; by default
+    RUNNER_LOG_FORMAT's), at ``level`` and above."""
+    from runner import logs
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
-                                           "%Y-%m-%dT%H:%M:%S"))
+    handler.setFormatter(logs.formatter(fmt))
     root = logging.getLogger("runner")
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -104,13 +109,38 @@ def _logging(quiet: bool, verbose: bool) -> None:
     logging.getLogger("runner.progress").setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
+def _ended(code: int) -> None:
+    from runner.logs import event
+
+    logging.getLogger("runner").info("exit code %d", code, extra=event("run_ended"))
+
+
+def _metrics(path: Path, job: Path) -> RunMetrics:
+    """The run's metrics, written to ``path`` when the command's exit code is known."""
+    from runner import metrics
+
+    seen = metrics.RunMetrics(None, 0, time.time(), 0.0)
+
+    def write(code: int) -> None:
+        seen.exit_code, seen.ended = code, time.time()
+        try:
+            metrics.write(path, seen)
+        except OSError as exc:  # the payments' outcome stands; monitoring sees a stale file
+            click.echo(f"error: the metrics file {path}: {exc.strerror or exc}", err=True)
+
+    on_exit(write)
+    return seen
+
+
 def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
              retry_failed: bool = False, applied: AppliedPlan | None = None,
              include_unchanged: bool = False,
-             ask: Callable[[Plan], bool] | None = None) -> None:
+             ask: Callable[[Plan], bool] | None = None,
+             log_format: str | None = None, metrics_file: Path | None = None) -> None:
     """Run JOB (or apply a plan file: ``applied``) with the terminal's question (``ask``,
     by default the plan made now, shown) and progress, and exit with its code."""
+    from runner import logs
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.approvals import require_plan
@@ -119,8 +149,15 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     from runner.state import hold_lease
     from runner.summary import check_summary, status_lines
 
-    _logging(quiet, verbose)
+    log_to_stderr(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO,
+                  log_format)
+    on_exit(_ended)
+    seen = _metrics(metrics_file, job) if metrics_file is not None else None
     loaded = load_job(job)
+    logs.unbind()
+    logs.bind(job=loaded.name)
+    if seen is not None:
+        seen.job = loaded.name
     require_plan(loaded, applied is not None)  # before the state is opened or made
     templates = check_summary(loaded)  # a broken summary template stops us before money moves
     state_path = state_path_of(state)
@@ -154,6 +191,8 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if seen is not None:
+        _measured(seen, result)
     if result.exit_code == 2 and result.report is not None:
         _print_report(result.report)
     if result.summary is not None:
@@ -170,6 +209,18 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
         logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
                                             code, error)
     sys.exit(code)
+
+
+def _measured(seen: RunMetrics, result: RunResult) -> None:
+    """What the summary (the one read model) says of the batch, for the metrics."""
+    summary = result.summary
+    if summary is not None or result.repeated:
+        seen.counts = result.counts
+    if summary is not None:
+        seen.totals = summary.totals
+        this = summary.run.id if summary.run is not None else None
+        seen.successes = [r.ended_at.timestamp() for r in summary.runs
+                          if r.exit_code == 0 and r.ended_at is not None and r.id != this]
 
 
 def _summarize(loaded: Job, templates: Templates, state: StateLocation | None, result: RunResult
@@ -212,6 +263,16 @@ def run_options(f: F) -> F:
                      help="Warnings, errors and a heartbeat line every 30 s of a long phase; "
                           "no progress bars."),
         click.option("--verbose", "-v", is_flag=True, help="A log line per call."),
+        click.option("--log-format", type=click.Choice(["text", "json"]),
+                     envvar="RUNNER_LOG_FORMAT", show_envvar=True,
+                     help="Log lines as text (TIME LEVEL message, UTC) or one JSON object "
+                          "per line (time, level, job, run_id, external_id, event, "
+                          "message) for a log shipper."),
+        click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
+                     envvar="RUNNER_METRICS_FILE", show_envvar=True,
+                     help="Write the run's outcome there in the Prometheus text format, for "
+                          "node_exporter's textfile collector (name it *.prom; one file per "
+                          "job), whatever the exit code."),
     ]):
         f = decorator(f)
     return f
@@ -229,7 +290,8 @@ def run_options(f: F) -> F:
 @reports_errors
 def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
         include_unchanged: bool, state: StateLocation | None, concurrency: int | None,
-        yes: bool, allow_partial: bool, quiet: bool, verbose: bool) -> None:
+        yes: bool, allow_partial: bool, quiet: bool, verbose: bool, log_format: str | None,
+        metrics_file: Path | None) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
@@ -255,7 +317,8 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     if quote or fmt != "text":
         raise click.UsageError("--quote and --format go with --dry-run")
     _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
-             retry_failed=retry_failed, include_unchanged=include_unchanged)
+             retry_failed=retry_failed, include_unchanged=include_unchanged,
+             log_format=log_format, metrics_file=metrics_file)
 
 
 @click.command()
@@ -263,7 +326,8 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
 @run_options
 @reports_errors
 def confirm(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
-            allow_partial: bool, quiet: bool, verbose: bool) -> None:
+            allow_partial: bool, quiet: bool, verbose: bool, log_format: str | None,
+            metrics_file: Path | None) -> None:
     """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
 
     Refused under run.four_eyes (exit 2, nothing sent).
@@ -272,6 +336,7 @@ def confirm(job: Path, state: StateLocation | None, concurrency: int | None, yes
     Example:
       runner confirm jobs/payroll.yaml --yes
     """
-    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=True)
+    _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=True,
+             log_format=log_format, metrics_file=metrics_file)
 
 

@@ -34,6 +34,7 @@ from runner.engine.flow import Entry, Flow
 from runner.engine.statements import Statements
 from runner.errors import ItemConflict, ItemInDoubt, ProviderError, ReferenceTaken
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
+from runner.logs import event
 from runner.provider.accounts import AccountClient
 from runner.state import ItemChanges, ItemRecord
 
@@ -115,7 +116,8 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
             try:
                 balance = self._available(account)
             except ItemInDoubt as exc:  # not readable (gone, forbidden): it covers nothing
-                log.warning("the AVAILABLE balance of %s cannot be read: %s", account, exc)
+                log.warning("the AVAILABLE balance of %s cannot be read: %s", account, exc,
+                            extra=event("balance_unreadable"))
                 balance = {"amount": 0, "currency": currency}
             usable[key] = Decimal(balance["amount"]) if balance["currency"] == currency \
                 else Decimal(0)

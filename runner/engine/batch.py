@@ -57,6 +57,7 @@ from runner.engine.work import Ending, Share, work
 from runner.errors import LeaseHeld, PlanRefused
 from runner.job import Job
 from runner.kinds import kind_named
+from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import (
@@ -122,12 +123,14 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             last = unchanged(job, state, digest)
             if last is not None:
                 log.info("inputs unchanged since run %d and every item done: nothing to do",
-                         last.id)
+                         last.id, extra=event("nothing_to_do"))
                 again, repeated = repeat(job, state, last, digest)
                 return RunResult(repeated, "", lines=list(last.lines or ()),
                                  repeated=dict(last.counts), run_id=again)
         started = now_iso()
         run_id = _run_of(job, state, options.applied)
+        bind(run_id=run_id)
+        log.info("run %d of %s started", run_id, job.name, extra=event("run_started"))
         try:
             token = state.acquire_lease(job.name, run_id)
         except LeaseHeld as held:
@@ -250,7 +253,8 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
                 if stopped is not None:  # the step is not recorded done: each worker stops
                     raise PlanRefused(stopped.message)
             else:
-                log.info("the job's plan was made by another worker; working on it")
+                log.info("the job's plan was made by another worker; working on it",
+                         extra=event("plan_by_another_worker"))
                 state.note_inputs(run_id, digest)
     except PlanRefused:
         if stopped is None:

@@ -40,6 +40,7 @@ from runner.errors import (
     Retry,
 )
 from runner.job.fields import JobModel
+from runner.logs import event
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore, derived_ref
 
@@ -161,7 +162,8 @@ class Flow(Generic[ItemT, ClientT]):
         record = entry.record
         shown = self.unpaid(record)
         if shown is not None:
-            log.warning("%s: not sent again: %s", entry.external_id, shown)
+            log.warning("%s: not sent again: %s", entry.external_id, shown,
+                        extra=event("not_sent_again", entry.external_id))
             return False
         lineage = record.lineage + 1
         retry = RetryRecord(record.external_id, self.job_name, lineage,
@@ -180,7 +182,8 @@ class Flow(Generic[ItemT, ClientT]):
         self.state.start_retry(retry, **changes)
         record.apply(changes)
         log.info("%s: failed as %s (%s), sent again as %s", entry.external_id,
-                 retry.previous_ref, retry.previous_code, retry.ref)
+                 retry.previous_ref, retry.previous_code, retry.ref,
+                 extra=event("sent_again", entry.external_id))
         return True
 
     def read(self, fetch: Callable[[], T]) -> T:

@@ -27,6 +27,7 @@ from runner.engine.funds import estimate
 from runner.engine.plan import TO_PAY, PlannedItem
 from runner.errors import StateError
 from runner.job import Job, ValidItem, iter_items
+from runner.logs import event
 from runner.state import ItemRecord, StateStore
 from runner.state.holders import worker_gone
 from runner.state.records import Staged
@@ -43,7 +44,8 @@ def give_up(state: StateStore, job_name: str, worker: str) -> None:
     try:
         state.expire_claims(job_name, worker)
     except StateError as exc:
-        log.warning("the claims of this worker could not be given up (they expire): %s", exc)
+        log.warning("the claims of this worker could not be given up (they expire): %s", exc,
+                    extra=event("claims_not_given_up"))
 
 
 class Stager:
@@ -107,7 +109,8 @@ class Models:
             if valid is None or valid.external_id != record.external_id or \
                     fingerprint(self.flow.fingerprinted(valid.item)) != planned.fingerprint:
                 log.warning("%s: row %d no longer makes the item planned; not worked",
-                            record.external_id, planned.row)
+                            record.external_id, planned.row,
+                            extra=event("row_changed", record.external_id))
                 continue
             found.append(Entry(valid.item, record))
         return found
@@ -157,7 +160,8 @@ class Pages:
             return False
         gone = [w for w in others if worker_gone(w)]
         for w in gone:
-            log.warning("worker %s is gone: its items are taken over", w)
+            log.warning("worker %s is gone: its items are taken over", w,
+                        extra=event("worker_gone"))
             self.state.expire_claims(self.job_name, w)
         if not gone:
             sleep(min(0.25, self.ttl / 4))

@@ -20,6 +20,7 @@ from runner.errors import (
     ProviderDown,
     StateError,
 )
+from runner.logs import event
 from runner.state import LEASE_TTL, StateStore
 
 log = logging.getLogger("runner")
@@ -148,7 +149,7 @@ class Phase:
         in one transaction with the intent of the item's next call (``Flow._post``), or by
         ``close`` when there is none."""
         if entries and name != "poll":
-            log.info("%s: %d item(s)", name, len(entries))
+            log.info("%s: %d item(s)", name, len(entries), extra=event("phase_started"))
         if entries and self.on_phase is not None:
             self.on_phase(name, len(entries))
 
@@ -166,9 +167,11 @@ class Phase:
                 elif entry.answered is not None and entry.made is None:
                     entry.made = {"intent": None}  # answered: recorded, whatever comes next
             except ItemConflict:
-                log.warning("%s: conflict at the provider", entry.external_id)
+                log.warning("%s: conflict at the provider", entry.external_id,
+                            extra=event("conflict", entry.external_id))
             except ItemInDoubt as exc:
-                log.warning("%s: in doubt: %s", entry.external_id, exc)
+                log.warning("%s: in doubt: %s", entry.external_id, exc,
+                            extra=event("in_doubt", entry.external_id))
             except ProviderDown as exc:
                 self.stopped(exc)
             except BaseException:
@@ -179,10 +182,12 @@ class Phase:
                     self.flow.close(entry)
                 self.flow.answer(entry)  # an answer that made nothing stays unrecorded
             log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
-                      entry.record.status or entry.record.outcome)
+                      entry.record.status or entry.record.outcome,
+                      extra=event("item_step", entry.external_id))
             if entry.record.outcome in ("failed", "conflict"):
                 log.warning("%s %s: %s %s", entry.external_id, entry.record.outcome,
-                            entry.record.error_code, entry.record.error_message)
+                            entry.record.error_code, entry.record.error_message,
+                            extra=event(f"item_{entry.record.outcome}", entry.external_id))
             if self.on_progress is not None:
                 self.on_progress(name, entry)
 
@@ -191,7 +196,8 @@ class Phase:
     def stopped(self, down: ProviderDown) -> None:
         """The run stops: the provider cannot be reached, or refuses the configuration."""
         problem = MISCONFIGURED if isinstance(down, ConfigurationError) else UNREACHABLE
-        log.error("%s: %s", problem, down)
+        log.error("%s: %s", problem, down, extra=event(
+            "misconfigured" if problem == MISCONFIGURED else "provider_unreachable"))
         self.problems.append(problem)
 
     def close(self, entries: Sequence[Entry[Any]]) -> None:
@@ -221,7 +227,8 @@ class Heartbeat:
                 try:
                     state.refresh_claims(job_name, claims[0], claims[1])
                 except StateError as exc:  # the run's next write meets it, and says so
-                    log.warning("the claims of %s could not be refreshed: %s", job_name, exc)
+                    log.warning("the claims of %s could not be refreshed: %s", job_name, exc,
+                                extra=event("claims_not_refreshed"))
 
     def stop(self) -> None:
         self._stop.set()

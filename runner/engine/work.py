@@ -37,6 +37,7 @@ from runner.engine.phases import (
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
+from runner.logs import event
 from runner.summary.model import FUNDS_SHORT
 
 log = logging.getLogger("runner")
@@ -150,7 +151,7 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
             return ending
     if len(windows.sizes) > 1:
         log.info("worked in %d windows of %s item(s)", len(windows.sizes),
-                 ", ".join(str(n) for n in windows.sizes))
+                 ", ".join(str(n) for n in windows.sizes), extra=event("windows"))
     return None
 
 

@@ -21,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from runner.logs import uvicorn_config
 from runner.sandbox.app import Sandbox, build_app
 from runner.sandbox.core.clock import SandboxClock
 from runner.sandbox.core.config import SandboxConfig
@@ -69,7 +70,8 @@ def canonical(name: bytes) -> bytes:
 
 def _uvicorn_config(app: FastAPI, config: SandboxConfig) -> uvicorn.Config:
     return uvicorn.Config(app, http=AbortableProtocol, lifespan="on",
-                          access_log=False, log_level=config.log_level, timeout_keep_alive=30)
+                          access_log=False, log_level=config.log_level, timeout_keep_alive=30,
+                          log_config=uvicorn_config(config.log_level))
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
+from runner.logs import event
 from runner.state import pg_schema
 from runner.state.holders import this_process
 from runner.state.pg_wire import (
@@ -275,7 +276,8 @@ class PostgresStore(PostgresWorkers, SqliteStore):
             self._run("UPDATE worker_leases SET heartbeat_at = ? WHERE token = ?",
                       [time.time(), token])
         except StateError as exc:  # the run's next write meets it, and says so
-            log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
+            log.warning("the lease of %s could not be refreshed: %s", job_name, exc,
+                        extra=event("lease_not_refreshed"))
 
     def _lock(self, job_name: str) -> None:
         """No lock file: the heartbeat, and the PID where it means the same, decide."""

@@ -35,6 +35,7 @@ from typing import Any, Unpack
 from sqlite_utils import Database
 
 from runner.errors import LeaseHeld, StateError
+from runner.logs import event
 from runner.state.files import private_file, private_folder
 from runner.state.history import RetryRecord
 from runner.state.holders import JobLock, alive, this_process
@@ -208,7 +209,8 @@ class SqliteStore(RunBook, LocalPasses, PayeeBook):
             self._run("UPDATE leases SET heartbeat_at = ? WHERE job_name = ? AND token = ?",
                       [time.time(), job_name, token])
         except StateError as exc:  # the run's next write meets it, and says so
-            log.warning("the lease of %s could not be refreshed: %s", job_name, exc)
+            log.warning("the lease of %s could not be refreshed: %s", job_name, exc,
+                        extra=event("lease_not_refreshed"))
 
     def release_lease(self, job_name: str, token: str) -> None:
         self._run("DELETE FROM leases WHERE job_name = ? AND token = ?", [job_name, token])

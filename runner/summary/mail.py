@@ -22,6 +22,7 @@ from pathlib import Path
 
 from runner.errors import EmailNotSent
 from runner.job.model import Email, Smtp
+from runner.logs import event
 from runner.summary.model import Summary
 
 log = logging.getLogger("runner")
@@ -55,7 +56,7 @@ def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
                                filename=csv_name)
     else:
         log.info("the list of items (%.1f MB) is not attached: over %d MB; the summary says "
-                 "where it is", size / 1e6, ATTACH_LIMIT >> 20)
+                 "where it is", size / 1e6, ATTACH_LIMIT >> 20, extra=event("list_not_attached"))
     return message
 
 
@@ -96,7 +97,7 @@ def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
     if refused:
         raise EmailNotSent(f"the mail server {where} refused some recipients: "
                            f"{_refusals(refused)}")
-    log.info("summary emailed to %s", ", ".join(recipients))
+    log.info("summary emailed to %s", ", ".join(recipients), extra=event("summary_emailed"))
     return recipients
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from runner.errors import EmailNotSent, FileNotWritten, SummaryError
 from runner.job import Job
+from runner.logs import event
 from runner.state import StateLocation, StateStore, open_store
 from runner.state.files import private_folder, replacing, write_private
 from runner.summary.items_csv import write_csv
@@ -110,7 +111,7 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
     mail = email is not None and should_send(email, summary)
     if summary.run is not None and not summary.run.changed and not mail:
         log.info("nothing changed since the previous run's summary: not written or "
-                 "mailed again (`runner report` shows it)")
+                 "mailed again (`runner report` shows it)", extra=event("summary_unchanged"))
         return Delivery([])
     with contextlib.ExitStack() as stack:
         store = None if state_path is None else stack.enter_context(open_store(state_path))
@@ -128,7 +129,8 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
             emailed = email_summary(job, rendered)
         except EmailNotSent as exc:
             where = files[1] if files else "the state (`runner report`)"
-            log.error("summary email not sent: %s; the summary is in %s", exc, where)
+            log.error("summary email not sent: %s; the summary is in %s", exc, where,
+                      extra=event("summary_not_emailed"))
             return Delivery(files, error=exc)
         if store is not None and summary.run is not None:
             store.note_mailed(summary.run.id)
@@ -153,7 +155,7 @@ def _write(summary: Summary, templates: Templates, folder: Path, store: StateSto
         raise SummaryError(f"cannot write the summary under {folder}: {exc}") from None
     except FileNotWritten as exc:
         raise SummaryError(f"cannot write the summary: {exc}") from None
-    log.info("summary written to %s (.txt, .html, .csv)", base)
+    log.info("summary written to %s (.txt, .html, .csv)", base, extra=event("summary_written"))
     return rendered, files
 
 
