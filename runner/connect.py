@@ -63,6 +63,9 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
         finally:
             provider.close()
         return
+    from runner.extras import require
+
+    require("sandbox", "base_url: sandbox (the embedded provider sandbox)")
     from runner.sandbox import SandboxConfig, start_in_thread
 
     journal = state_dir / "sandbox.jsonl"

@@ -40,9 +40,11 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │   │                          emailed (the items' state is safe; see runner.summary)
     │   └── EmailNotSent           the mail server could not be reached or refused the message
     ├── ConfigurationError         exit 78 (EX_CONFIG); the provider cannot be used as
-    │                              configured: a person fixes it, retrying changes nothing
-    │                              (AuthenticationError, UntrustedCertificate and
-    │                              ProviderMisconfigured are these too)
+    │   │                          configured: a person fixes it, retrying changes nothing
+    │   │                          (AuthenticationError, UntrustedCertificate and
+    │   │                          ProviderMisconfigured are these too)
+    │   └── MissingExtra           the job or command needs an optional part of the
+    │                              distribution that is not installed (runner.extras)
     ├── ItemError                  the engine's verdict on one item's call; the run catches it
     │   ├── ItemConflict           the provider holds something else under the external_id
     │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
@@ -287,6 +289,11 @@ class ConfigurationError(RunnerError):
     so it is not "try later" (75) but EX_CONFIG: a cron job stops retrying it and says so."""
 
     exit_code = 78
+
+
+class MissingExtra(ConfigurationError):
+    """An extra (the sandbox's server, PostgreSQL's driver) is needed and not installed: a
+    configuration of this host, not a problem of the job."""
 
 
 class ItemError(RunnerError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 from click.testing import CliRunner
@@ -39,3 +41,44 @@ def test_top_level_help_lists_exit_codes() -> None:
                  "75  another run holds the job's lease",
                  "130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM"):
         assert line in result.output
+
+
+def test_the_commands_page_is_the_commands_own_help() -> None:
+    """docs/commands.md is `runner man --format markdown`: made again, it is the same (when
+    a command changes: runner man --format markdown > docs/commands.md)."""
+    result = CliRunner().invoke(main, ["man", "--format", "markdown"])
+    assert result.exit_code == 0
+    page = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+    assert page.read_text(encoding="utf-8") == result.stdout, \
+        "docs/commands.md is out of date: runner man --format markdown > docs/commands.md"
+    for path in walk(main):
+        assert f"\n## runner {' '.join(path)}\n" in result.stdout
+
+
+def test_the_manual_page_is_roff_with_every_command() -> None:
+    result = CliRunner().invoke(main, ["man"])
+    assert result.exit_code == 0
+    page = result.stdout
+    assert page.startswith('.TH RUNNER 1 "') and "\n.SH NAME\nrunner \\- pay many people" in page
+    sections = re.findall(r"^\.SS runner (.+)$", page, re.MULTILINE)
+    assert {tuple(s.split()) for s in sections} >= set(walk(main))
+    assert not [line for line in page.splitlines()  # no help line read as a request
+                if line.startswith((".", "'")) and not re.match(r"\.(TH|SH|SS|B|nf|fi)\b",
+                                                                line)]
+
+
+def test_shell_completion_is_documented_and_works() -> None:
+    assert 'eval "$(_RUNNER_COMPLETE=bash_source runner)"' in \
+        CliRunner().invoke(main, ["--help"]).output
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "_RUNNER_COMPLETE=bash_source runner" in readme
+    script = CliRunner().invoke(main, [], prog_name="runner",
+                                env={"_RUNNER_COMPLETE": "bash_source"})
+    assert "_runner_completion" in script.output and "complete -o nosort" in script.output
+    words = CliRunner().invoke(main, [], prog_name="runner", env={
+        "_RUNNER_COMPLETE": "bash_complete", "COMP_WORDS": "runner re", "COMP_CWORD": "1"})
+    assert words.output.split() == ["plain,reconcile", "plain,report", "plain,resolve"]
+    options = CliRunner().invoke(main, [], prog_name="runner", env={
+        "_RUNNER_COMPLETE": "bash_complete", "COMP_WORDS": "runner run --log-f",
+        "COMP_CWORD": "2"})
+    assert options.output.split() == ["plain,--log-format"]

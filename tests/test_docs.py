@@ -43,7 +43,7 @@ def test_the_readme_starts_with_its_two_commands() -> None:
     first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:4]
     assert first == [
         "```",
-        "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/runner run "
-        "jobs/payroll.yaml",
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[sandbox]' && "
+        ".venv/bin/runner run jobs/payroll.yaml",
         "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -q",
         "```"]

@@ -14,9 +14,11 @@ import click
 from runner import __version__
 from runner.cli.approvals import approve, show
 from runner.cli.batch import reconcile, report, resolve, status
+from runner.cli.init import init
+from runner.cli.manual import man
 from runner.cli.options import quiet_stdout
 from runner.cli.plan import apply, plan
-from runner.cli.run import confirm, run, validate
+from runner.cli.run import confirm, log_to_stderr, run, validate
 from runner.cli.sandbox import sandbox
 from runner.cli.schema import schema
 from runner.cli.state import state
@@ -62,6 +64,13 @@ Exit codes:
       changes nothing until it is fixed
   130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM: the calls in flight finished and
       were recorded, the summary was written; run again to resume
+
+\b
+Shell completion (commands, options, file names), added to the shell's start-up file:
+  bash  eval "$(_RUNNER_COMPLETE=bash_source runner)"      in ~/.bashrc
+  zsh   eval "$(_RUNNER_COMPLETE=zsh_source runner)"       in ~/.zshrc
+  fish  _RUNNER_COMPLETE=fish_source runner > ~/.config/fish/completions/runner.fish
+The manual page: runner man | man -l -   (every command's help: docs/commands.md)
 """
 
 @click.group(help=HELP)
@@ -69,8 +78,9 @@ Exit codes:
 @click.pass_context
 def main(ctx: click.Context) -> None:
     quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
+    log_to_stderr()  # warnings, with their UTC time (run, apply, confirm: -q, -v)
 
 
 for command in (validate, plan, show, approve, run, apply, confirm, status, report, resolve,
-                reconcile, sandbox, schema, state):
+                reconcile, sandbox, schema, state, init, man):
     main.add_command(command)

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from runner.cli.options import reports_errors
 from runner.sandbox.core.config import SandboxConfig
 from runner.sandbox.core.faults import FaultRule
 from runner.sandbox.core.knobs import Setting, settings
@@ -102,6 +103,7 @@ def _with_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @sandbox.command()
 @_with_options
+@reports_errors
 def serve(**options: Any) -> None:
     """Serve every provider endpoint on one server until interrupted.
 
@@ -109,6 +111,9 @@ def serve(**options: Any) -> None:
     Example:
       runner sandbox serve --port 8765 --latency-ms 20 --fault confirm:lost_rate=0.1
     """
+    from runner.extras import require
+
+    require("sandbox", "runner sandbox serve")
     from runner.sandbox import server
 
     config = SandboxConfig.from_options(options)

@@ -36,6 +36,9 @@ def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
     if isinstance(location, str):  # read as --state reads it: a database, or a path
         location = parse_location(location)
     if is_database_url(location):
+        from runner.extras import require
+
+        require("postgresql", "a state in PostgreSQL (--state postgresql://...)")
         from runner.state.postgres import PostgresStore
 
         assert isinstance(location, str)

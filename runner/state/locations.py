@@ -68,8 +68,12 @@ def parse_location(text: str, source: str = "--state") -> StateLocation:
 
 def check_url(url: str, source: str = "--state") -> None:
     """Refuse a URL or connection string libpq cannot parse, or one holding a password;
-    never echo it."""
-    from psycopg.conninfo import conninfo_to_dict
+    never echo it. Without the PostgreSQL extra the check waits for ``open_store``, which
+    names the extra (and opens nothing)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return
 
     what = "database URL" if url.startswith(SCHEMES) else "connection string"
     try:
