@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import simplejson
 from conftest import Admin
+from engine_support import err_lines
 from summary_support import HOSTILE, NAME, SETTLED, cli, reports, run, start_sandbox, write_job
 
 from runner.job import load_job
@@ -183,7 +184,7 @@ def test_a_broken_template_stops_the_run_before_money_moves(
     job = write_job(tmp_path, sandbox, SETTLED, summary="summary: {template: pay.html.j2}\n")
     result = run(job, tmp_path / "s.sqlite")
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [f"{job}:21: summary.template: {message}",
+    assert err_lines(result) == [f"{job}:21: summary.template: {message}",
                                           "1 problem(s); nothing was sent."]
     assert Admin(sandbox.url).requests()["counts"] == {}
 
@@ -213,7 +214,7 @@ def test_a_template_failing_only_on_real_items_costs_the_summary_only(
     state = tmp_path / "s.sqlite"
     result = run(job, state)
     assert result.exit_code == 3  # the payments went well; the summary did not
-    assert result.stderr.splitlines()[-1] == (
+    assert err_lines(result)[-1] == (
         "error: the summary: the summary template failed: pay.html.j2:1: UndefinedError: "
         "'runner.summary.lines.ItemLine object' has no attribute 'nope'")
     [written] = (tmp_path / "reports").iterdir()  # the CSV needs no template

@@ -7,13 +7,13 @@ there is an option here, with its help and default, and nothing is listed twice.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from runner.cli.options import reports_errors
 from runner.sandbox.core.config import SandboxConfig
 from runner.sandbox.core.faults import FaultRule
 from runner.sandbox.core.knobs import Setting, settings
@@ -103,7 +103,6 @@ def _with_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @sandbox.command()
 @_with_options
-@reports_errors
 def serve(**options: Any) -> None:
     """Serve every provider endpoint on one server until interrupted.
 
@@ -111,9 +110,14 @@ def serve(**options: Any) -> None:
     Example:
       runner sandbox serve --port 8765 --latency-ms 20 --fault confirm:lost_rate=0.1
     """
+    from runner.errors import MissingExtra
     from runner.extras import require
 
-    require("sandbox", "runner sandbox serve")
+    try:
+        require("sandbox", "runner sandbox serve")
+    except MissingExtra as missing:
+        click.echo(f"error: {missing}", err=True)
+        sys.exit(missing.exit_code)
     from runner.sandbox import server
 
     config = SandboxConfig.from_options(options)
