@@ -11,17 +11,14 @@ across runs, read from the file this one replaces and from the job's runs in the
 Every series has the label ``job``; one file per job.
 
 The exposition format is prometheus_client's (escaping, HELP and TYPE lines); the file is
-written whole to a new temporary file in the same folder (``O_EXCL``: never through a link
-someone left there), flushed to disk and renamed over the old one, so that the collector
-never reads half a file. It is readable by all (the collector runs as another user): it
+written as runner writes every file (``runner.state.files.replacing``: whole, to a new
+temporary file beside it, never through a link, renamed into place, so that the collector
+never reads half a file), but readable by all: the collector runs as another user, and it
 holds counts and totals, no names nor accounts.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +26,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.state.files import replacing
 from runner.summary.tally import STATES
 from runner.summary.totals import CurrencyTotal
 
@@ -127,17 +125,6 @@ def write(path: Path, run: RunMetrics) -> None:
         previous = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         previous = ""
-    text = render(run, previous)
-    folder = path.parent
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    text = render(run, previous).decode("utf-8")
+    with replacing(path, shared=True) as out:
+        out.write(text)

@@ -125,8 +125,8 @@ def _metrics(path: Path, job: Path) -> RunMetrics:
         seen.exit_code, seen.ended = code, time.time()
         try:
             metrics.write(path, seen)
-        except OSError as exc:  # the payments' outcome stands; monitoring sees a stale file
-            click.echo(f"error: the metrics file {path}: {exc.strerror or exc}", err=True)
+        except RunnerError as exc:  # the payments' outcome stands; monitoring sees a stale
+            click.echo(f"error: the metrics file: {exc}", err=True)  # file, and this line
 
     on_exit(write)
     return seen

@@ -17,6 +17,12 @@ identifiers and amounts. So:
   created exclusively and private (``private_file``); one that already exists is used as
   it is: a person may have placed or shared it on purpose;
 - a folder runner creates for them is usable by its owner only, its missing parents too.
+
+One file is meant for other eyes: the metrics file (``--metrics-file``), read by
+node_exporter's textfile collector, which runs as another user. It is written the same way
+(``replacing(path, shared=True)``), but readable by all (0644; it holds counts and totals,
+no names nor accounts), into a folder that must exist (a private one made for it would hide
+it from the collector).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from runner.errors import FileNotWritten
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
+SHARED_FILE = 0o644
 
 
 def private_folder(path: Path) -> None:
@@ -56,14 +63,15 @@ def private_file(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def replacing(path: Path) -> Iterator[TextIO]:
+def replacing(path: Path, shared: bool = False) -> Iterator[TextIO]:
     """A stream to write ``path`` whole: a new private file beside it, renamed over ``path``
     when the block ends well, removed when it does not. UTF-8, line ends as they are.
     FileNotWritten (exit 74) names the file and why: a full disk, no permission, a link, a
-    device or a folder in its place."""
+    device or a folder in its place. ``shared``: readable by all, in an existing folder."""
     _refuse_what_is_there(path)
     try:
-        private_folder(path.parent)
+        if not shared:
+            private_folder(path.parent)
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                                  suffix=".partial")
     except OSError as exc:
@@ -73,6 +81,8 @@ def replacing(path: Path) -> Iterator[TextIO]:
             yield stream
             stream.flush()
             os.fsync(stream.fileno())  # the data on disk before the name points at it
+        if shared:
+            os.chmod(temporary, SHARED_FILE)
         _refuse_what_is_there(path)
         os.replace(temporary, path)
     except OSError as exc:
