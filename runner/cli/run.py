@@ -95,9 +95,10 @@ def _print_report(report: Any) -> None:
     click.echo(report.closing_line())
 
 
-def log_to_stderr(level: int = logging.WARNING, fmt: str | None = None) -> None:
+def log_to_stderr(level: int = logging.WARNING, fmt: str | None = None,
+                  heartbeats: int = logging.WARNING) -> None:
     """The "runner" logger's records on stderr, in ``fmt`` (text or json; by default
-    RUNNER_LOG_FORMAT's), at ``level`` and above."""
+    RUNNER_LOG_FORMAT's), at ``level`` and above; the heartbeats at ``heartbeats``."""
     from runner import logs
 
     handler = logging.StreamHandler(sys.stderr)
@@ -106,7 +107,7 @@ def log_to_stderr(level: int = logging.WARNING, fmt: str | None = None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     # The heartbeat lines (``runner.cli.progress``) stay with -q: cron's log shows a long run.
-    logging.getLogger("runner.progress").setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger("runner.progress").setLevel(heartbeats)
 
 
 def _ended(code: int) -> None:
@@ -150,7 +151,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     from runner.summary import check_summary, status_lines
 
     log_to_stderr(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO,
-                  log_format)
+                  log_format, logging.DEBUG if verbose else logging.INFO)
     on_exit(_ended)
     seen = _metrics(metrics_file, job) if metrics_file is not None else None
     loaded = load_job(job)
