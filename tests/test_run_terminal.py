@@ -27,7 +27,7 @@ from engine_support import cli, confirmed, items, posts, write_job
 from mail_server import start
 
 from runner.cli.progress import PlainProgress, progress_for
-from runner.cli.run import _logging
+from runner.cli.run import log_to_stderr
 from runner.sandbox import RunningSandbox
 from runner.state import open_store
 
@@ -203,7 +203,7 @@ def test_a_heartbeat_counts_the_whole_batch_and_quiet_keeps_it(
         caplog: pytest.LogCaptureFixture) -> None:
     """Windows announce their items one by one: the heartbeat counts against the batch the
     run pays, and -q (runner's INFO lines silenced) still writes it, for cron's log."""
-    _logging(quiet=True, verbose=False)
+    log_to_stderr(logging.WARNING, heartbeats=logging.INFO)  # as -q sets them
     now = [0.0]
     progress = progress_for(terminal=False, quiet=True)
     assert isinstance(progress, PlainProgress)
