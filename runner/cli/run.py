@@ -96,9 +96,10 @@ def _print_report(report: Any) -> None:
 
 
 def log_to_stderr(level: int = logging.WARNING, fmt: str | None = None,
-                  heartbeats: int = logging.WARNING) -> None:
+                  heartbeats: int = logging.NOTSET) -> None:
     """The "runner" logger's records on stderr, in ``fmt`` (text or json; by default
-    RUNNER_LOG_FORMAT's), at ``level`` and above; the heartbeats at ``heartbeats``."""
+    RUNNER_LOG_FORMAT's), at ``level`` and above; the heartbeats at ``heartbeats`` (by
+    default as the rest)."""
     from runner import logs
 
     handler = logging.StreamHandler(sys.stderr)
