@@ -47,6 +47,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │                              distribution that is not installed (runner.extras)
     ├── ItemError                  the engine's verdict on one item's call; the run catches it
     │   ├── ItemConflict           the provider holds something else under the external_id
+    │   ├── OtherRecord            a lookup by external_id answered a record whose own
+    │   │                          external reference is another's: never adopted (rule 8)
     │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
     │   ├── NoLookup               the provider cannot find the item by its external_id
     │   │                          (rule 5): reconciliation says what it compared instead
@@ -303,6 +305,25 @@ class ItemError(RunnerError):
 
 class ItemConflict(ItemError):
     """The provider holds something under this external_id that is not this item."""
+
+
+class OtherRecord(ItemError):
+    """A lookup by an external id (or reference, or name) answered a record that does not
+    carry it: a provider may match its own ids or other names too. It is never adopted,
+    and the lookup never goes on to another key (DESIGN.md rule 8): the item needs a
+    person, who is told both records, the one asked for and the one the provider gave."""
+
+    def __init__(self, noun: str, key: str, asked: str, found_id: object,
+                 found: object) -> None:
+        self.noun = noun
+        self.key = key
+        self.asked = asked
+        self.found_id = found_id
+        self.found = found
+        super().__init__(
+            f"the lookup of {noun} {asked!r} answered {noun} {found_id}, whose {key} is "
+            f"{found!r}: another's, not adopted; whether this item's {noun} ({key} "
+            f"{asked!r}) was made is not known: check both at the provider")
 
 
 class ItemInDoubt(ItemError):

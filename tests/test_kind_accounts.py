@@ -630,6 +630,53 @@ def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
         store.close()
 
 
+# ---------------------------------------------------------------- another's record (rule 8)
+@pytest.mark.parametrize("matches_ids", [True, False], ids=["provider-matches-ids", "faithful"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reference_shaped_like_an_id_never_adopts_another_request(
+        kind: str, matches_ids: bool, sandbox_factory: Callable[..., RunningSandbox],
+        tmp_path: Path, state: Path) -> None:
+    """The item's external reference is another request's id; its POST is answered 500
+    before anything is done. A provider whose lookup also matches ids answers that other
+    request (same amount, accounts and type): it is not adopted, the item needs a person,
+    both requests named, and nothing is reported paid. The documents' lookup (by reference
+    only) finds nothing: the request is made, once."""
+    sb = sandbox_factory(validation_delay=0, lookups_match_ids=matches_ids)
+    api, adm = Api(sb.url, (KEY, SECRET)), Admin(sb.url)
+    make, target = (payout, "PBA0001-1") if kind == "payout" else (transfer, "ACC0002")
+    other = make(api, "someone-else", "10.00")
+    path = write_job(tmp_path, sb, kind, [(other["id"], "ACC0001", target, "10.00")])
+    path.write_text(path.read_text().replace('"acc-{{ row.id }}"', '"{{ row.id }}"'))
+    adm.faults({"accounts": {"error_next": 1}})
+    before = balances(api, "ACC0001")
+    ran = cli("run", str(path), "--yes", "--state", str(state))
+    status = cli("status", str(path), "--state", str(state))
+    reconciled = cli("reconcile", str(path), "--state", str(state))
+    noun = "payout request" if kind == "payout" else "transfer request"
+    if not matches_ids:
+        assert (ran.exit_code, status.exit_code, reconciled.exit_code) == (0, 0, 0)
+        assert requests_at(sb, kind) == {"someone-else": 1, other["id"]: 1}
+        assert items(state, NAME)[other["id"]]["outcome"] == "settled"
+        return
+    assert (ran.exit_code, status.exit_code, reconciled.exit_code) == (1, 1, 1)
+    assert requests_at(sb, kind) == {"someone-else": 1}  # nothing made for the item
+    assert balances(api, "ACC0001") == before
+    record = items(state, NAME)[other["id"]]
+    assert (record["outcome"], record["step"], record["intent"], record["error_code"],
+            record["transaction_id"], record["source_amount"]) == (
+        "conflict", "new", None, "other_record", None, None)
+    why = (f"the lookup of {noun} {other['id']!r} answered {noun} {other['id']}, whose "
+           f"external_reference is 'someone-else': another's, not adopted; whether this "
+           f"item's {noun} (external_reference {other['id']!r}) was made is not known: "
+           f"check both at the provider")
+    assert record["error_message"] == why
+    assert f"  needs a person {other['id']} (row 2): {why}" in out_lines(status)
+    assert out_lines(reconciled)[0] == \
+        f"{NAME} ({kind}): 1 item(s) compared with the provider's records: 1 difference(s)"
+    assert out_lines(reconciled)[1] == (f"  {other['id']} (row 2): another's record: the "
+                                        f"state says conflict, the provider {why}")
+
+
 # ---------------------------------------------------------------- reconciliation
 @pytest.mark.parametrize("kind", KINDS)
 def test_reconcile_compares_the_requests_and_the_source_accounts_statement(

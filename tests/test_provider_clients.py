@@ -25,6 +25,7 @@ from runner.errors import (
     InsufficientBalance,
     InvalidRequest,
     NotFound,
+    OtherRecord,
     ProviderTimeout,
     QuotationExpired,
     RateLimited,
@@ -34,6 +35,8 @@ from runner.errors import (
     ServiceUnavailable,
     UnexpectedAnswer,
 )
+from runner.provider.accounts import AccountClient
+from runner.provider.collection import CollectionClient
 from runner.provider.errors import error_from_answer
 from runner.provider.http import ext
 from runner.provider.merchant_payment import MerchantPaymentClient
@@ -79,6 +82,30 @@ def test_lookups_by_external_id(mt: MoneyTransferClient) -> None:
     assert mt.find_transaction("pay roll+1")["id"] == created["id"]
     assert mt.find_quotation("pay roll+1")["source"]["amount"] == Decimal("100.00")
     assert mt.find_transaction("nobody") is None
+
+
+def test_a_lookup_answers_only_the_record_carrying_the_key_asked_for(
+        sandbox_factory: Any) -> None:
+    """A provider that matches its own ids where an external id is asked for: what it
+    answers is another's, and the clients say so (rule 8); never None, never the record."""
+    sb = sandbox_factory(lookups_match_ids=True, demo_orders=True)
+    orders, accounts = CollectionClient(sb.url, KEY, SECRET), AccountClient(sb.url, KEY, SECRET)
+    demo = orders.find_payment_order_by_external_id("demo-order-1")
+    with pytest.raises(OtherRecord) as raised:
+        orders.find_payment_order_by_external_id(demo["id"])
+    assert (raised.value.asked, raised.value.found_id, raised.value.found) == (
+        demo["id"], demo["id"], "demo-order-1")
+    assert orders.find_named_order(demo["id"], None) == demo  # named by its id: it is
+    with pytest.raises(OtherRecord):
+        orders.find_named_order(None, demo["id"])
+    made = accounts.create_transfer_request({
+        "transfer": {"amount": Decimal("1.00"), "currency": "EUR"}, "label": "x",
+        "external_reference": "t-1", "source_account_id": "ACC0001",
+        "target_account_id": "ACC0002", "type": "ScheduledTransferOut"})
+    with pytest.raises(OtherRecord, match=f"answered transfer request {made['id']}, whose "
+                                          f"external_reference is 't-1'"):
+        accounts.find_transfer_request(made["id"])
+    assert accounts.find_transfer_request("t-2") is None
 
 
 def test_duplicate_external_id_says_look_it_up(mt: MoneyTransferClient) -> None:

@@ -136,8 +136,25 @@ def test_transfers_are_addressed_by_label_and_by_reference(api: Api) -> None:
     assert (made["source_account_id"], made["target_account_id"]) == ("ACC0001", "ACC0002")
     assert made["transfer"] == money("10.00")
     assert fetched(api, f"{TRANSFERS}/tr-label") == made
-    assert fetched(api, f"{TRANSFERS}/{made['id']}") == made  # by id as well
+    # {externalId} is the external reference only: an id is no reference of any request.
+    refused(api.get(f"{TRANSFERS}/{made['id']}"), 404, "1000404", made["id"])
     refused(api.get(f"{TRANSFERS}/tr-unknown"), 404, "1000404", "tr-unknown")
+
+
+def test_lookups_match_ids_answers_another_request_by_its_id(
+        sandbox_factory: Callable[..., RunningSandbox]) -> None:
+    """A provider that matches its own ids where a reference is asked for (the knob): the
+    lookup of a reference shaped like an id answers the request of that id, which carries
+    another reference; a reference that is held is answered as its own still."""
+    api = Api(sandbox_factory(lookups_match_ids=True).url, (KEY, SECRET))
+    first = transfer(api, "tr-first", "1.00")
+    shaped = transfer(api, first["id"], "2.00")  # a reference that is the first one's id
+    assert fetched(api, f"{TRANSFERS}/{first['id']}") == shaped
+    second = transfer(api, "tr-second", "3.00")
+    found = fetched(api, f"{TRANSFERS}/{second['id']}")
+    assert (found["id"], found["external_reference"]) == (second["id"], "tr-second")
+    made = payout(api, "po-first", "4.00")
+    assert fetched(api, f"{PAYOUTS}/{made['id']}")["external_reference"] == "po-first"
 
 
 def test_an_external_reference_is_used_once(api: Api) -> None:
@@ -210,7 +227,16 @@ def test_accounts_in_different_currencies_do_not_transfer(api: Api) -> None:
 
 
 # ---------------------------------------------------------------- payout requests
-def test_a_payout_debits_one_entry_then_is_charged(api: Api, admin: Admin) -> None:
+def held(sandbox: RunningSandbox, transfer_id: str) -> dict[str, Any]:
+    """A transfer request as the sandbox keeps it (a payout's own has no reference)."""
+    store = sandbox.state.store
+    with store.lock:
+        return next(dict(t) for t in store.tables["transfer_requests"].values()
+                    if t["id"] == transfer_id)
+
+
+def test_a_payout_debits_one_entry_then_is_charged(sandbox: RunningSandbox, api: Api,
+                                                    admin: Admin) -> None:
     made = created(api, PAYOUTS, payout_body("po-1", "300.25", custom_data="rent"))
     assert made == {
         "id": made["id"], "payout": money("300.25"), "creation_date": made["creation_date"],
@@ -220,7 +246,8 @@ def test_a_payout_debits_one_entry_then_is_charged(api: Api, admin: Admin) -> No
         "transfer_request_id": made["transfer_request_id"], "validation_date": None,
         "custom_data": "rent"}
     assert made["id"].startswith("PYT")
-    under = fetched(api, f"{TRANSFERS}/{made['transfer_request_id']}")
+    refused(api.get(f"{TRANSFERS}/{made['transfer_request_id']}"), 404, "1000404")
+    under = held(sandbox, made["transfer_request_id"])
     assert (under["type"], under["target_account_id"], under["transfer"], under["status"],
             under["related"]) == ("Payout", "PBA0001-1", money("300.25"),
                                   "WaitingForValidation",
@@ -237,8 +264,8 @@ def test_a_payout_debits_one_entry_then_is_charged(api: Api, admin: Admin) -> No
     done = fetched(api, f"{PAYOUTS}/po-1")
     assert (done["status"], done["id"]) == ("charged", made["id"])
     assert done["validation_date"] is not None
-    assert fetched(api, f"{TRANSFERS}/{under['id']}")["status"] == "Validated"
-    assert fetched(api, f"{PAYOUTS}/{made['id']}") == done  # by id as well
+    assert held(sandbox, under["id"])["status"] == "Validated"
+    refused(api.get(f"{PAYOUTS}/{made['id']}"), 404, "1000404")  # by reference only
     assert entries(api, "ACC0001")[-1]["status"] == "VALIDATED"
     assert consistent(api, "ACC0001") == settled("49699.75")
     refused(api.get(f"{PAYOUTS}/po-unknown"), 404, "1000404", "po-unknown")

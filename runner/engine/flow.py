@@ -6,7 +6,9 @@ exactly-once mechanics of DESIGN.md in one base class (``Flow``).
   external_id, and only a clear "not found" lets the same POST go again (rules 2 and 3).
 - ``post_once``: for calls that have no lookup (rule 5): once in doubt, never sent again;
   the item becomes ``unknown`` and is listed for a person.
-- ``read``: GETs, retried on any passing failure.
+- ``read``: GETs, retried on any passing failure. A lookup by external id answers only the
+  record carrying it (``runner.provider.lookups``): another's is ``OtherRecord``, never
+  adopted; the run makes the item a conflict naming both (``other_record``, rule 8).
 Steps a flow records: ``new``, its own intermediate steps, ``confirmed`` (money has moved,
 the final status is awaited: the engine polls these) and ``final``. A kind's flow says how
 to ``prepare`` an item (what comes before money moves), ``commit`` it
@@ -33,6 +35,7 @@ from runner.errors import (
     DuplicateExternalId,
     ItemInDoubt,
     NoLookup,
+    OtherRecord,
     ProviderConnectionError,
     ProviderDown,
     ProviderError,
@@ -154,6 +157,13 @@ class Flow(Generic[ItemT, ClientT]):
         values.update({"outcome": "failed", "error_code": error.code,
                        "error_message": error.message})
         self.update(entry, **values)
+
+    def other_record(self, entry: Entry[ItemT], error: OtherRecord) -> None:
+        """A lookup for the item answered another's record (rule 8): it is not adopted, and
+        the item needs a person, told both records (what was asked, what came back). The
+        doubt it may have been in is the person's now: nothing is sent for it again."""
+        self.update(entry, outcome="conflict", error_code="other_record", intent=None,
+                    error_message=str(error))
 
     def retry(self, entry: Entry[ItemT], fingerprint: str, row: int, changed: bool) -> bool:
         """Start the failed item's next lineage (``-f2``, ``-f3`` ...), once the provider

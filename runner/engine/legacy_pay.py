@@ -40,6 +40,7 @@ from runner.errors import (
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
 from runner.provider.http import ext
 from runner.provider.legacy import LegacyPayClient
+from runner.provider.lookups import own
 from runner.state import ItemChanges, ItemRecord
 
 STEP = "pay"
@@ -185,8 +186,10 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         found by its MerchantOrder.Id (kept in ``provider_ref``)."""
         if record.provider_ref is None:
             return None  # nothing was sent (refused before the call, or never tried)
-        order = self.read(lambda: self.client.find_at(
-            "/v1/payment", f"/payment-orders/{ext(str(record.provider_ref))}"))
+        merchant_order = str(record.provider_ref)
+        order = self.read(lambda: own(self.client.find_at(
+            "/v1/payment", f"/payment-orders/{ext(merchant_order)}"), "external_id",
+            merchant_order, "payment order"))
         if order is None:
             return None
         number = str(order["id"]).removeprefix("PO").lstrip("0")

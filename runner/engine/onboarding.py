@@ -8,7 +8,9 @@ link in doubt (answer lost, timeout, 5xx, or a run killed in flight) is looked u
 name before anything is sent again, and a 2001201 answer ("already exists") is looked up too:
 
 - company: found by name and the integrator's own (not 1000403): adopted. The document shows
-  nothing else of a company to compare (no template_id in its answer).
+  nothing else of a company to compare (no template_id in its answer). A lookup answering a
+  company of another name (or a merchant of another merchant_external_id) is never taken for
+  "not found": the item needs a person (``runner.provider.lookups``, rule 8).
 - merchant: adopted when it belongs to this chain's company and has the item's name,
   template_id and custom_data; else a conflict.
 - account: the document gives no retrieval of an account, only its balances by label, which
@@ -43,6 +45,7 @@ from runner.errors import (
     ReferenceTaken,
 )
 from runner.job.collection import OnboardingItem
+from runner.provider.lookups import own
 from runner.provider.onboarding import OnboardingClient
 from runner.state import ItemChanges, ItemRecord
 
@@ -78,7 +81,9 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
     def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
         """The merchant, by its merchant_external_id (the item's external_id): the link that
         names the item. Only that it exists is compared (the document shows no status)."""
-        merchant = self.read(lambda: self.client.find_merchant(record.external_id))
+        merchant = self.read(lambda: own(self.client.find_merchant(record.external_id),
+                                         "merchant_external_id", record.external_id,
+                                         "merchant"))
         return None if merchant is None else {}
 
     # ------------------------------------------------------------ the chain
@@ -159,9 +164,9 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
 
         def lookup() -> Any | None:
             found = _visible(self.client.find_company, name)()
-            # By id, else by name: only the company of that very name is this one.
-            return found if found is None or FOREIGN in found or found["name"] == name \
-                else None
+            # Only the company of that very name is this one (a provider may match an id).
+            return found if found is not None and FOREIGN in found else \
+                own(found, "name", name, "company")
 
         company = self._make(entry, "company", f"company {name!r}", body,
                              lambda: self.client.create_company(body), lookup)
@@ -182,9 +187,9 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
 
         def lookup() -> Any | None:
             found = _visible(self.client.find_merchant, ref)()
-            # By id, else merchant_external_id, else name: only ours by external id counts.
-            return found if found is None or FOREIGN in found or \
-                found.get("merchant_external_id") == ref else None
+            # Only ours by merchant_external_id (a provider may match an id or a name).
+            return found if found is not None and FOREIGN in found else \
+                own(found, "merchant_external_id", ref, "merchant")
 
         merchant = self._make(entry, "merchant", f"merchant {ref!r}", body,
                               lambda: self.client.create_merchant(body), lookup)

@@ -34,7 +34,7 @@ from typing import Any
 from runner.engine.flow import Entry, Flow, Run
 from runner.errors import NoLookup, ProviderError
 from runner.job.collection import OperationItem
-from runner.provider.collection import CollectionClient, order_ref, reused_external_id
+from runner.provider.collection import CollectionClient, reused_external_id
 from runner.state import ItemChanges, ItemRecord
 from runner.validation.collection import (
     NOUNS,
@@ -70,8 +70,8 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         """The order the item names (never an id recorded earlier: the row may have
         changed since); None, and the item failed, when the provider has none."""
         item = entry.item
-        ref = order_ref(item.payment_order_id, item.payment_order_external_id)
-        order: dict[str, Any] | None = self.read(lambda: self.client.find_payment_order(ref))
+        order: dict[str, Any] | None = self.read(lambda: self.client.find_named_order(
+            item.payment_order_id, item.payment_order_external_id))
         if order is None:
             given = item.payment_order_id or item.payment_order_external_id
             self.update(entry, outcome="failed", provider_ref=None, error_code="1000404",

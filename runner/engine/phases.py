@@ -17,6 +17,7 @@ from runner.errors import (
     ConfigurationError,
     ItemConflict,
     ItemInDoubt,
+    OtherRecord,
     ProviderDown,
     StateError,
 )
@@ -169,6 +170,8 @@ class Phase:
             except ItemConflict:
                 log.warning("%s: conflict at the provider", entry.external_id,
                             extra=event("conflict", entry.external_id))
+            except OtherRecord as exc:  # never adopted (rule 8): a person looks
+                self.flow.other_record(entry, exc)
             except ItemInDoubt as exc:
                 log.warning("%s: in doubt: %s", entry.external_id, exc,
                             extra=event("in_doubt", entry.external_id))

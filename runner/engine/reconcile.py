@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.flow import Flow
-from runner.errors import ItemInDoubt, NoLookup
+from runner.errors import ItemInDoubt, NoLookup, OtherRecord
 from runner.job import Job, ValidItem, iter_items
 from runner.state import (
     EarlierPaid,
@@ -51,6 +51,7 @@ from runner.summary.model import Scrubber
 COMPARED = ("status", "transaction_id", "source_currency", "source_amount", "fee",
             "destination_currency", "destination_amount")
 UNKNOWN, MISSING = "unknown to the state", "missing at the provider"
+OTHER = "another's record"  # the lookup by external_id answered a record that is not it
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,8 @@ def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord
 
     try:
         held = flow.found(record)
+    except OtherRecord as exc:  # what the lookup answered is another's (rule 8)
+        return None, [differs(OTHER, record.state, str(exc))]
     except (NoLookup, ItemInDoubt) as exc:
         return None, [differs("not compared", record.state, str(exc))]
     made = record.transaction_id is not None or record.step in ("confirmed", "final")
@@ -223,7 +226,7 @@ def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord
             paid = flow.unpaid(record, retry.previous_ref)
             if paid is not None:
                 _note_earlier(flow, record, retry, recorded)
-        except (NoLookup, ItemInDoubt) as exc:
+        except (NoLookup, ItemInDoubt, OtherRecord) as exc:
             paid = str(exc)
         if paid is not None:
             found.append(differs("earlier attempt", f"{retry.previous_status} (not paid; "

@@ -4,7 +4,8 @@ requests and payout requests, under ``/v1/account``.
 An ``account`` argument is the account's external id as the document names it (the sandbox
 takes the id or the label). The document gives status 201 for these GETs; the HTTP layer
 takes any 2xx. Requests are found again by their ``external_reference``: ``find_*`` answer
-None only when the provider clearly says there is no such request.
+None only when the provider clearly says there is no such request, and a request only when
+it carries that reference (``runner.provider.lookups``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from runner.provider.http import ProviderClient
+from runner.provider.lookups import own
 
 # The Balance types and the path segment of each (document 1, "Balances").
 BALANCE_PATHS = {"AVAILABLE": "available", "EXPECTED": "expected",
@@ -22,6 +24,7 @@ BALANCE_PATHS = {"AVAILABLE": "available", "EXPECTED": "expected",
 MAX_PER_PAGE = 100
 # The two kinds of request an account makes, by the path of each.
 REQUEST_PATHS = {"transfer": "transfer-requests", "payout": "payout-requests"}
+REQUEST_NOUNS = {"transfer": "transfer request", "payout": "payout request"}
 
 
 def segment(value: str) -> str:
@@ -71,11 +74,14 @@ class AccountClient(ProviderClient):
                             external_id=body.get("external_reference")).body
 
     def retrieve_request(self, kind: str, reference: str) -> Any:
-        """A request by its external reference (the sandbox also takes its id)."""
+        """A request by its external reference."""
         return self.get(f"/{REQUEST_PATHS[kind]}/{segment(reference)}")
 
     def find_request(self, kind: str, reference: str) -> Any | None:
-        return self.find(f"/{REQUEST_PATHS[kind]}/{segment(reference)}")
+        """The request of that external reference, None when there is clearly none;
+        OtherRecord when the provider answers one of another reference (by its id)."""
+        return own(self.find(f"/{REQUEST_PATHS[kind]}/{segment(reference)}"),
+                   "external_reference", reference, REQUEST_NOUNS[kind])
 
     create_transfer_request = partialmethod(create_request, "transfer")
     transfer_request = partialmethod(retrieve_request, "transfer")

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from runner.errors import DuplicateWithoutLookup, ProviderError
 from runner.provider.http import ProviderClient, ext
+from runner.provider.lookups import own
 
 OPERATION_PATHS = {"charge": "charges", "refund": "refunds", "cancel": "cancellations"}
 
@@ -58,7 +59,19 @@ class CollectionClient(ProviderClient):
         return self.find(f"/payment-orders/{order_ref}")
 
     def find_payment_order_by_external_id(self, external_id: str) -> Any | None:
-        return self.find_payment_order(ext(external_id))
+        """The order of that external id, None when there is clearly none; OtherRecord
+        when the provider answers an order of another external id."""
+        return own(self.find_payment_order(ext(external_id)), "external_id", external_id,
+                   "payment order")
+
+    def find_named_order(self, order_id: str | None, external_id: str | None) -> Any | None:
+        """The order an item names, by its id or else its external id; None when there is
+        clearly none; OtherRecord when the provider answers another order."""
+        found = self.find_payment_order(order_ref(order_id, external_id))
+        if order_id is not None:
+            return own(found, "id", order_id, "payment order")
+        assert external_id is not None
+        return own(found, "external_id", external_id, "payment order")
 
     # ------------------------------------------------------------ operations
     def operate(self, operation: str, order_ref: str, body: dict[str, Any]) -> Any:
@@ -82,6 +95,7 @@ class CollectionClient(ProviderClient):
 
     def refund_operation(self, operation_id: int | str) -> Any:
         return self.get(f"/refunds/{quote(str(operation_id), safe='')}")
+
 
 
 def order_ref(order_id: str | None, external_id: str | None) -> str:

@@ -12,6 +12,7 @@ from runner.provider.quoted import QuotedServiceClient
 class MerchantPaymentClient(QuotedServiceClient):
     prefix = "/v1/merchant-payment"
     made = "payments"
+    made_noun = "payment"
 
     def payment_methods(self, country_iso_code: str | None = None,
                         currency: str | None = None) -> Iterator[Any]:

@@ -14,6 +14,7 @@ from runner.provider.quoted import QuotedServiceClient
 class MoneyTransferClient(QuotedServiceClient):
     prefix = "/v1/money-transfer"
     made = "transactions"
+    made_noun = "transaction"
 
     # discovery
     def services(self, country_iso_code: str | None = None) -> Iterator[Any]:

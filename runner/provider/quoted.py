@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from runner.provider.http import ProviderClient, ext
+from runner.provider.lookups import own
 
 STATUS_FIELDS = ("status", "status_class")
 
@@ -46,6 +47,7 @@ class QuotedServiceClient(ProviderClient):
     """Base of the clients of a service whose money moves by quotation, then confirmation."""
 
     made = ""  # the path of what a quotation is made into: "transactions", "payments"
+    made_noun = ""  # and its name: "transaction", "payment"
 
     def ping(self) -> Any:
         return self.request("GET", "/ping", prefix="").body
@@ -64,8 +66,10 @@ class QuotedServiceClient(ProviderClient):
         return self.get(f"/quotations/{ref}")
 
     def find_quotation(self, external_id: str) -> Any | None:
-        """The quotation, or None when the provider clearly has none of that external id."""
-        return self.find(f"/quotations/{ext(external_id)}")
+        """The quotation, or None when the provider clearly has none of that external id
+        (OtherRecord when it answers one of another external id)."""
+        return own(self.find(f"/quotations/{ext(external_id)}"), "external_id", external_id,
+                   "quotation")
 
     def create_from_quotation(self, quotation_ref: int | str, body: dict[str, Any]) -> Any:
         return read_statuses(self.request("POST", f"/quotations/{quotation_ref}/{self.made}",
@@ -80,5 +84,6 @@ class QuotedServiceClient(ProviderClient):
 
     def find_made(self, external_id: str) -> Any | None:
         """What the quotation was made into, or None when the provider clearly has none of
-        that external id."""
-        return read_statuses(self.find(f"/{self.made}/{ext(external_id)}"))
+        that external id (OtherRecord when it answers one of another external id)."""
+        return read_statuses(own(self.find(f"/{self.made}/{ext(external_id)}"), "external_id",
+                                 external_id, self.made_noun))

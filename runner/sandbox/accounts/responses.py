@@ -157,10 +157,11 @@ def _transfer(transfer_id: str, reference: str, amount: Decimal, source: dict[st
 
 
 def _lookup(request: Request, table: str, ref: str) -> JSON:
-    """By external reference, else by id (a payout's transfer request has only an id)."""
+    """By external reference, as the document's ``{externalId}`` says (with
+    ``lookups_match_ids``, else by id)."""
     with current(request) as sb:
         rid = sb.store.by_ext[table].get(ref)
-        if rid is None:
+        if rid is None and sb.config.lookups_match_ids:
             rid = records.find(sb.store, table, ref)
         if rid is None:
             raise ApiError("1000404", f"{table.replace('_', ' ')[:-1]} {ref!r}")

@@ -142,6 +142,14 @@ class SandboxConfig:
     # Demo payment orders at the first start (payment_orders/catalogue.DEMO_ORDERS), for
     # examples of charges, refunds and cancellations that need orders made before them.
     demo_orders: bool = knob(True, help="Make five demo payment orders at the first start.")
+    # The documents read a transfer or payout request by its external reference only, and a
+    # payment order by id or external id at one path (how the two are told apart is not
+    # shown). A provider that matches its own ids there answers another's record to a
+    # lookup: this emulates one, for the client's guard against adopting it.
+    lookups_match_ids: bool = knob(
+        False, help="Lookups of transfer and payout requests by external reference, and of "
+        "payment orders by ext-external id, also answer the one whose id it is when none "
+        "carries it.")
     log_level: str = knob("warning")
 
     @classmethod

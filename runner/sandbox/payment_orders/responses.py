@@ -221,8 +221,13 @@ async def create_payment_order_from_quotation(request: Request, ref: str,
 
 @router.get("/payment-orders/{ref}", response_model=ps.PaymentOrder)
 async def get_payment_order(request: Request, ref: str) -> JSON:
-    """``ref``: the id (PO and 10 digits), ``ext-{external_id}``, or the external id."""
+    """``ref``: the id (PO and 10 digits), ``ext-{external_id}``, or the external id (with
+    ``lookups_match_ids``, ``ext-`` and an id answers the order of that id when none has it
+    as its external id)."""
     with current(request) as sb:
+        if sb.config.lookups_match_ids and ref.startswith("ext-") and \
+                ref[4:] not in sb.store.by_ext[po.TABLE] and checks.ORDER_ID.fullmatch(ref[4:]):
+            ref = ref[4:]
         return JSON(sb.payment_orders.order(ref))
 
 
