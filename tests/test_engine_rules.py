@@ -437,6 +437,65 @@ def test_an_item_changed_after_its_payment_started_is_left_for_a_person(
     assert cost_confirmed(sb) == Decimal("28.00")
 
 
+def test_rows_edited_during_a_run_leave_no_confirmed_item_unfollowed(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """The rows file is edited while a run works: d's row once the plan is made (d is not
+    worked), every other row as their confirms go out. What was confirmed is followed to
+    its final status from the state alone (a poll reads no row); the run says that d was
+    not worked (exit 1). The next run pays d as its row says now, and nobody twice."""
+    rows = ("a,1,10.00,+254700000001\n"
+            "b,1,20.00,+254700000002\n"
+            "c,1,30.00,+254700000003\n"
+            "d,1,40.00,+254700000004\n")
+    path = write_job(tmp_path, sb, rows)
+    rows_file = tmp_path / "rows.csv"
+
+    def edit(old: str, new: str) -> None:
+        rows_file.write_text(rows_file.read_text().replace(old, new))
+
+    def asked(plan: Any) -> bool:
+        edit("d,1,40.00", "d,1,45.00")
+        return True
+
+    def phase(name: str, count: int) -> None:
+        if name == "confirm":
+            for row in "abc":
+                edit(f"{row},1,", f"{row},1,1")  # 10.00 becomes 110.00 ...
+
+    first = run(path, state, ask=asked, on_phase=phase)
+    assert (first.exit_code, first.counts) == (1, {"settled": 3, "pending": 1})
+    assert first.message == ("1 item(s) not worked: their rows changed during the run (a run "
+                             "pays what its plan checked); run again to plan them anew")
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+    assert {k: (r["step"], r["status"]) for k, r in items(state).items()} == {
+        "pay-a": ("final", "70000"), "pay-b": ("final", "70000"),
+        "pay-c": ("final", "70000"), "pay-d": ("new", None)}
+    second = run(path, state)
+    assert (second.exit_code, second.counts) == (0, {"settled": 4})
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
+    assert items(state)["pay-d"]["source_amount"] == "45.00"
+
+
+def test_an_item_confirmed_is_followed_to_its_final_status_after_its_row_changed(
+        sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path, state: Path) -> None:
+    """A run confirms and leaves (wait_for_final: 0s); every row is edited; the next run
+    follows the confirmed items to their final status all the same, sending nothing."""
+    sb = sandbox_factory(submit_delay=3600, complete_delay=0)
+    path = write_job(tmp_path, sb)
+    path.write_text(path.read_text().replace("wait_for_final: 2s", "wait_for_final: 0s"))
+    first = run(path, state)
+    assert (first.exit_code, first.counts) == (0, {"pending": 3})
+    rows = tmp_path / "rows.csv"
+    rows.write_text(rows.read_text().replace(",1,", ",1,1"))
+    Admin(sb.url).advance(3600)
+    sent = posts(Admin(sb.url))
+    second = run(path, state)
+    assert (second.exit_code, second.counts) == (0, {"settled": 3})
+    assert {r["status"] for r in items(state).values()} == {"70000"}
+    assert posts(Admin(sb.url)) == sent
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+
+
 # ---------------------------------------------------------------- Ctrl-C
 def test_a_stop_lets_calls_in_flight_finish_and_the_next_run_resumes(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Generic, TypeVar, Unpack
+from typing import Any, Generic, TypeVar, Unpack, cast
 
 from runner.errors import (
     ConfigurationError,
@@ -72,6 +72,15 @@ def stopping(exc: ProviderError) -> ProviderDown:
     return ProviderDown(str(exc))
 
 
+class _Unread:
+    """The item of an entry made from the state alone: a poll reads the item's record, never
+    its row (which may have changed, or gone, since the item was confirmed)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"an entry made from the state has no item ({name}): a poll "
+                             f"reads the state only")
+
+
 @dataclass
 class Entry(Generic[ItemT]):
     """An item of the job and its record in the state database (kept in step)."""
@@ -83,6 +92,11 @@ class Entry(Generic[ItemT]):
     # whichever comes first.
     answered: int | None = None
     made: ItemChanges | None = None
+
+    @classmethod
+    def of_record(cls, record: ItemRecord) -> Entry[Any]:
+        """An entry of the state alone, with no item (for a poll: see ``_Unread``)."""
+        return Entry(cast(Any, _Unread()), record)
 
     @property
     def external_id(self) -> str:
@@ -299,7 +313,8 @@ class Flow(Generic[ItemT, ClientT]):
         """Resolve a lost money-moving call by lookup, without sending anything."""
 
     def poll(self, entry: Entry[ItemT]) -> bool:
-        """Read the item's status once; True when it is final."""
+        """Read the item's status once; True when it is final. From the state alone: the
+        entry has no item (``Entry.of_record``), whatever became of its row."""
         return True
 
     def draws(self, item: ItemT) -> str | None:

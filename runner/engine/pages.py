@@ -11,7 +11,9 @@ never the whole batch, so its memory does not grow with the batch.
 - ``Models``: the state cannot keep card data, so a page's item models are made again from
   the job's rows, by a pass over the rows file that follows the pages' row numbers (a page
   behind the pass starts it again). An item whose row no longer makes the same request
-  (its fingerprint) is not worked.
+  (its fingerprint: the file was edited during the run) is not worked, and counted
+  (``unworked``): the run says so in its exit code. A poll needs no row: what was confirmed
+  is followed from the state alone (``Entry.of_record``), whatever became of its row.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class Models:
         self._rows: Iterator[Any] | None = None
         self._at: Any = None  # the row the pass is at (an ItemResult), None: not started
         self._target = 0  # the row sought: those before it are passed over unmade
+        self.unworked: set[str] = set()  # items whose row changed since the plan
 
     def _seek(self, row: int) -> ValidItem | None:
         self._target = row
@@ -108,9 +111,10 @@ class Models:
             valid = self._seek(planned.row)
             if valid is None or valid.external_id != record.external_id or \
                     fingerprint(self.flow.fingerprinted(valid.item)) != planned.fingerprint:
-                log.warning("%s: row %d no longer makes the item planned; not worked",
-                            record.external_id, planned.row,
+                log.warning("%s: row %d no longer makes the item planned (changed during "
+                            "the run); not worked", record.external_id, planned.row,
                             extra=event("row_changed", record.external_id))
+                self.unworked.add(record.external_id)
                 continue
             found.append(Entry(valid.item, record))
         return found
@@ -129,15 +133,19 @@ class Pages:
         self.models = Models(job, flow)
         self.costs: dict[str, tuple[str, Decimal]] = {}  # the page's estimates
 
-    def next(self, name: str, size: int, **only: Any) -> list[Entry[Any]] | None:
+    def next(self, name: str, size: int, *, rows: bool = True,
+             **only: Any) -> list[Entry[Any]] | None:
         """The next page of the pass ``name`` (``only``: ``claim_next``'s filters) as the
         entries to work on; None when the pass is over. Those the plan does not pay are
-        given back at once."""
+        given back at once. ``rows`` False: every item of the page, from the state alone,
+        with no item model (``Entry.of_record``: a poll)."""
         while True:
             records = self.state.claim_next(self.job_name, self.worker, size, self.ttl,
                                             f"{self.round}:{name}", **only)
             if not records:
                 return None
+            if not rows:
+                return [Entry.of_record(r) for r in records]
             staged = self.state.staged(self.job_name, [r.external_id for r in records])
             paid = [r for r in records if r.external_id in staged
                     and staged[r.external_id].action in TO_PAY]
@@ -190,9 +198,15 @@ class Pages:
         """The passes whose names start with ``prefix`` start again from the first page."""
         self.state.restart_passes(self.job_name, f"{self.round}:{prefix}")
 
-    def over(self, name: str, size: int = PAGE, **only: Any) -> Iterator[list[Entry[Any]]]:
+    @property
+    def unworked(self) -> set[str]:
+        """The items this worker did not work because their rows changed since the plan."""
+        return self.models.unworked
+
+    def over(self, name: str, size: int = PAGE, *, rows: bool = True,
+             **only: Any) -> Iterator[list[Entry[Any]]]:
         """Every page of the pass ``name``, each given back once the caller is done."""
-        while (page := self.next(name, size, **only)) is not None:
+        while (page := self.next(name, size, rows=rows, **only)) is not None:
             try:
                 yield page
             finally:

@@ -14,7 +14,10 @@ worker threads (``runner.engine.phases.Crew``).
    nothing more is confirmed, exit 4 when nothing was confirmed, else 1, unless
    ``allow_partial``); confirm (skipped with ``confirm: false``:
    the items wait for ``runner confirm``).
-4. Poll what is confirmed but not final, by pages, until final or ``wait_for_final``.
+4. Poll what is confirmed but not final, by pages, until final or ``wait_for_final``: from
+   the state alone (the rows are not read: an item confirmed is followed whatever became of
+   its row). Items a pass did not work because their rows changed during the run make the
+   run exit 1, saying how many.
 """
 
 from __future__ import annotations
@@ -100,6 +103,10 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
         return Ending(75, "the provider is unreachable; run again later to resume")
     if share.stop.is_set():
         return Ending(1, "interrupted; run again to resume")
+    if pages.unworked:
+        return Ending(1, f"{len(pages.unworked)} item(s) not worked: their rows changed "
+                         f"during the run (a run pays what its plan checked); run again to "
+                         f"plan them anew")
     return Ending()
 
 
@@ -217,7 +224,7 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
     rounds = 0
     while not phase.stop.is_set():
         waiting = False
-        for page in pages.over(f"poll{rounds}", step="confirmed", before=before):
+        for page in pages.over(f"poll{rounds}", rows=False, step="confirmed", before=before):
             phase.run("poll", flow.poll, page)
             waiting = waiting or any(e.record.step != "final" for e in page)
         remaining = deadline - share.clock()

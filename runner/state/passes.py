@@ -88,8 +88,9 @@ class LocalPasses(LocalWorkers):
             "plan_items.action = 'resume' AND plan_items.changed = 1 AND "
             "items.external_id = plan_items.external_id", [stamp, job_name],
             "UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = ?, "
-            "updated_at = ? WHERE external_id IN (SELECT external_id FROM plan_items WHERE "
-            "job_name = ? AND action = 'changed')", [conflict, stamp, job_name],
+            "updated_at = ? WHERE step <> 'confirmed' AND external_id IN (SELECT external_id "
+            "FROM plan_items WHERE job_name = ? AND action = 'changed')",
+            [conflict, stamp, job_name],
             # What the row asks now, of an item paid or on its way; cleared when the row asks
             # what was paid again. Rows that stay as they were are not touched (their
             # updated_at tells a run of unchanged inputs that nothing moved).

@@ -345,11 +345,12 @@ class StateStore(ABC):
         """Record the staged plan in one transaction, once its checks passed: its new items
         (``action`` new), the rows of resumed items that changed before anything was sent
         for them, the items changed after their payment started (a conflict, with
-        ``conflict`` as its message), for the items paid or on their way, what their row
-        asks now when it is not what was paid (``ItemRecord.changed_to``), and the payee
-        checks' findings: each item's kept with it, an item the check holds (``action``
-        held) recorded ``held`` (with the plan's ``why``) unless it is final or in doubt,
-        and one held before that the plan pays now pending again."""
+        ``conflict`` as its message; but those confirmed, which are followed to their final
+        status whatever became of their rows), for the items paid or on their way, what
+        their row asks now when it is not what was paid (``ItemRecord.changed_to``), and the
+        payee checks' findings: each item's kept with it, an item the check holds
+        (``action`` held) recorded ``held`` (with the plan's ``why``) unless it is final or
+        in doubt, and one held before that the plan pays now pending again."""
 
     @abstractmethod
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
