@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -90,9 +93,80 @@ def test_external_ids_are_deterministic() -> None:
 
 def test_templates_see_the_job_name_kind_vars_and_defaults() -> None:
     job = replace(REMITTANCE, '"payroll-{{ vars.period }}-{{ row.employee_id }}"',
-                  '"{{ job.name }}-{{ job.kind }}-{{ defaults.payer_id }}-{{ row.employee_id }}"')
-    assert [r.external_id for r in items(job)] == [
-        "payroll-2026-11-remittance-1-E1", "payroll-2026-11-remittance-1-E2"]
+                  '"{{ job.name }}-{{ vars.period }}-{{ row.employee_id }}"')
+    job = replace(job, "lastname: Doe", 'lastname: "{{ job.kind }}-{{ defaults.payer_id }}"')
+    assert [(r.external_id, r.item.beneficiary.lastname)  # type: ignore[union-attr]
+            for r in items(job)] == [("payroll-2026-11-2026-11-E1", "remittance-1"),
+                                     ("payroll-2026-11-2026-11-E2", "remittance-1")]
+
+
+SAID = ("not allowed; an external_id must be the same text in every process: it may read "
+        "only row, vars and job.name, through the filters docs/job-files.md lists")
+
+
+@pytest.mark.parametrize(("template", "what"), [
+    ("{{ row.employee_id }}{{ ''.join|string }}",
+     "''.join (an attribute of something that is not row or vars)"),
+    ("{{ row.items }}", "row.items ('items' is a method or attribute of the value, not a "
+                        "column or a var)"),
+    ("{{ row['values'] }}", "row['values'] ('values' is a method or attribute of the value, "
+                            "not a column or a var)"),
+    ("{{ vars.period.upper }}", "vars.period.upper ('upper' is a method or attribute of the "
+                                "value, not a column or a var)"),
+    ("{{ row.employee_id }}-{{ range(3)|join }}", "the call range(...)"),
+    ("{{ lipsum(1) }}", "the call lipsum(...)"),
+    ("{{ cycler('a', 'b').next() }}", "the call cycler(...).next(...)"),
+    ("{{ namespace(a=row.employee_id).a }}", "namespace(...).a (an attribute of something "
+                                             "that is not row or vars)"),
+    ("{{ defaults.payer_id }}-{{ row.employee_id }}", "defaults.payer_id"),
+    ("{{ job.kind }}-{{ row.employee_id }}", "job.kind (of job, only job.name)"),
+    ("{{ row[vars.column] }}", "row[...] (a key that is not written out)"),
+    ("{{ row.employee_id|map('lower')|join }}", "the filter 'map'"),
+    ("{{ [row]|join(attribute='employee_id') }}", "attribute= given to 'join'"),
+    ("{% set x = row.employee_id %}{{ x }}", "{% set %}"),
+    ("{% for c in row.employee_id %}{{ c }}{% endfor %}", "{% for %}"),
+])
+def test_an_external_id_that_may_differ_between_processes_is_refused_at_load(
+        template: str, what: str) -> None:
+    job = replace(REMITTANCE, '"payroll-{{ vars.period }}-{{ row.employee_id }}"',
+                  f'"{template}"')
+    assert load_problems(job)[0] == f"job.yaml:14: items.external_id: {what}: {SAID}"
+
+
+PURE = ("{{ job.name|upper }}-{{ vars.period|replace('-', '') }}-"
+        "{% if row.employee_id|length > 2 %}{{ row.employee_id[:2]|lower }}{% else %}"
+        "{{ '%05d'|format(row.employee_id[1:]|int) }}{% endif %}-"
+        "{{ (row.net_pay|decimal * 100)|int }}-{{ row['first_name']|trim|title }}")
+IDS = """\
+import sys
+from runner.errors import JobErrors
+from runner.job import iter_items, load_job
+try:
+    print(*(r.external_id for r in iter_items(load_job(sys.argv[1], {}))))
+except JobErrors as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_the_external_id_of_a_row_is_the_same_text_in_every_process(tmp_path: Path) -> None:
+    """The ids of a template using every kind of construct the grammar allows, made in two
+    processes with different hash seeds, are the same; the per-process template of a
+    hostile job (an object's address, through ``''.join|string``) is refused in each."""
+    pure = write(tmp_path, replace(REMITTANCE, '"payroll-{{ vars.period }}-{{ row.employee_id '
+                                                '}}"', f'"{PURE}"'), name="pure.yaml")
+    hostile = write(tmp_path, replace(REMITTANCE, "{{ row.employee_id }}",
+                                      "{{ row.employee_id }}-{{ ''.join|string }}"),
+                    name="hostile.yaml")
+    runs = {seed: [subprocess.run([sys.executable, "-c", IDS, str(job)], capture_output=True,
+                                  text=True, timeout=120, env={**os.environ,
+                                                               "PYTHONHASHSEED": seed})
+                   for job in (pure, hostile)] for seed in ("1", "2")}
+    for made, refused in runs.values():
+        assert (made.returncode, made.stdout) == (
+            0, "PAYROLL-2026-11-202611-00001-1250-Jo PAYROLL-2026-11-202611-00002-700-Al\n")
+        assert refused.returncode == 2
+        assert refused.stdout.startswith(f"{hostile}:14: items.external_id: ''.join")
 
 
 def test_two_rows_with_one_external_id_name_both_rows() -> None:

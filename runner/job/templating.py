@@ -10,8 +10,11 @@ Rules, each there for a payment file:
 
 - Jinja runs in its sandboxed environment: a job file cannot reach Python internals
   (``{{ ''.__class__ }}`` is refused), and ``random``/``lipsum`` are removed, so the same
-  row always gives the same item and the same external_id. ``float`` gives an exact
-  decimal, like the added ``decimal`` filter: amounts never pass through binary floats.
+  row always gives the same item. The external_id's template is held to a grammar that
+  reads only the row, ``vars`` and ``job.name`` through filters that give the same text in
+  every process (``runner.job.pure``): it is refused with the job otherwise. ``float``
+  gives an exact decimal, like the added ``decimal`` filter: amounts never pass through
+  binary floats.
 - The sandbox has budgets (``runner.job.budget``): an item's templates render within a time
   and a size; a template over its time on one row is refused for the whole job.
 - Undefined is strict: a missing column is an error naming the column, never "".
@@ -43,6 +46,7 @@ from runner.job.document import Location
 from runner.job.fields import exact_decimal
 from runner.job.limits import TEMPLATE_VALUE_MAX
 from runner.job.model import Job
+from runner.job.pure import impure
 from runner.job.rows import RowValues
 from runner.job.text import limit_of, text_problem
 
@@ -130,6 +134,10 @@ class ItemTemplate:
         # Templates are compiled in the order they render: one that comes after a template
         # setting a name is left to Jinja (the name may be ``row``).
         self.external_id = self._compile(job.items.external_id, ("items", "external_id"))
+        if self.external_id is not None:  # the same text in every process, or refused
+            problem = impure(self.env.parse(job.items.external_id))
+            if problem is not None:
+                self.problems.append((("items", "external_id"), problem))
         self.external_id_plain = None if self._sets else \
             self._plain.get(job.items.external_id)
         self.tree = self._compile_tree(job.items.template, ("items", "template"))
