@@ -13,6 +13,7 @@ import simplejson
 
 from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
 from runner.cli.run import (
+    ALLOW_DUPLICATES,
     FORMAT,
     INCLUDE_UNCHANGED,
     QUOTE,
@@ -43,7 +44,8 @@ def _store(path: StateLocation, keep: bool) -> tuple[StateStore, bool]:
 
 def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
               fmt: str, output: Path | None, verify: bool = False,
-              sign: Path | None = None, *, include_unchanged: bool = False) -> int:
+              sign: Path | None = None, *, include_unchanged: bool = False,
+              allow_duplicates: bool = False) -> int:
     """Print (and with ``output`` write, signed with the key in ``sign``) the plan of
     ``job``; the exit code a run would have before sending anything: 2 invalid items stop
     it, 4 the balances are short. Payees are checked under the job's
@@ -79,6 +81,7 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
         plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
                          quote=quote, retry_failed=retry_failed,
                          include_unchanged=include_unchanged,
+                         allow_duplicates=allow_duplicates,
                          sink=_drop if streams else None, verify=policy)
     plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
     if output is not None:
@@ -110,6 +113,7 @@ def _drop(planned: Any) -> None:
 @QUOTE
 @RETRY_FAILED
 @INCLUDE_UNCHANGED
+@ALLOW_DUPLICATES
 @FORMAT
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the plan file that `runner apply` pays.")
@@ -122,16 +126,17 @@ def _drop(planned: Any) -> None:
                    "run.approvers; a passphrase from $RUNNER_KEY_PASSPHRASE or asked).")
 @state_option
 @reports_errors
-def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fmt: str,
-         output: Path | None, verify: bool, sign: Path | None,
-         state: StateLocation | None) -> None:
+def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool,
+         allow_duplicates: bool, fmt: str, output: Path | None, verify: bool,
+         sign: Path | None, state: StateLocation | None) -> None:
     """What a run of JOB would do now, from the job, the state and the provider.
 
     Sends nothing (but quotations in a dryrun- namespace, never confirmed: --quote's, and,
     where fees not quoted could make a balance short, two per payer that estimate them).
     Lists the items new, to resume (with the step reached), in doubt, to send again
     (--retry-failed), settled, failed earlier (changed in the job since, or not), needing a
-    person, held by the payee check, refused (held by another job) and invalid, the payee
+    person, held by the payee check or as possible duplicates (paid with --allow-duplicates,
+    which the plan file keeps), refused (held by another job) and invalid, the payee
     checks' findings (--verify, run.verify_payees), then per balance the amounts (and fees
     with --quote) against what it holds. -o writes the plan file for `runner apply` (and
     keeps it in the state); with run.four_eyes, --sign KEY signs it as its planner.
@@ -147,7 +152,7 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool, fm
     if include_unchanged and not retry_failed:
         raise click.UsageError("--include-unchanged goes with --retry-failed")
     sys.exit(show_plan(job, state, quote, retry_failed, fmt, output, verify, sign,
-                       include_unchanged=include_unchanged))
+                       include_unchanged=include_unchanged, allow_duplicates=allow_duplicates))
 
 
 @click.command()

@@ -51,6 +51,10 @@ INCLUDE_UNCHANGED = click.option(
     "--include-unchanged", is_flag=True,
     help="With --retry-failed: also send again the items refused for good whose row is "
          "unchanged since.")
+ALLOW_DUPLICATES = click.option(
+    "--allow-duplicates", is_flag=True,
+    help="Pay the items held as possible duplicates (paying what another item of the batch "
+         "pays, under another external_id); recorded with the run.")
 
 
 @click.command()
@@ -139,7 +143,8 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
              retry_failed: bool = False, applied: AppliedPlan | None = None,
              include_unchanged: bool = False,
              ask: Callable[[Plan], bool] | None = None,
-             log_format: str | None = None, metrics_file: Path | None = None) -> None:
+             log_format: str | None = None, metrics_file: Path | None = None,
+             allow_duplicates: bool = False) -> None:
     """Run JOB (or apply a plan file: ``applied``) with the terminal's question (``ask``,
     by default the plan made now, shown) and progress, and exit with its code."""
     from runner import logs
@@ -169,7 +174,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
                          allow_partial=allow_partial,
                          confirm=True if confirm_only else None, confirm_only=confirm_only,
                          retry_failed=retry_failed, include_unchanged=include_unchanged,
-                         applied=applied)
+                         applied=applied, allow_duplicates=allow_duplicates)
     if tty and not yes:
         options.ask = ask or _ask
     progress = progress_for(sys.stderr.isatty(), quiet)
@@ -288,12 +293,13 @@ def run_options(f: F) -> F:
 @FORMAT
 @RETRY_FAILED
 @INCLUDE_UNCHANGED
+@ALLOW_DUPLICATES
 @run_options
 @reports_errors
 def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
-        include_unchanged: bool, state: StateLocation | None, concurrency: int | None,
-        yes: bool, allow_partial: bool, quiet: bool, verbose: bool, log_format: str | None,
-        metrics_file: Path | None) -> None:
+        include_unchanged: bool, allow_duplicates: bool, state: StateLocation | None,
+        concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool, verbose: bool,
+        log_format: str | None, metrics_file: Path | None) -> None:
     """Pay every item of JOB: quotation, transaction, confirm, then follow it to its end.
 
     Safe to run again at any time: finished items are skipped, interrupted ones resume, and
@@ -303,6 +309,9 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     it: the calls in flight finish and are recorded, the summary is written, and it exits
     130 or 143. Under run.four_eyes it is refused (exit 2, nothing sent): an approved plan
     is applied instead.
+    An item paying what another item of the batch pays (its beneficiary, amount, currency)
+    is held, not paid, and the run exits 1, unless its row's allow_duplicate column or
+    --allow-duplicates says to pay it.
 
     \b
     Example:
@@ -315,12 +324,14 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
         from runner.cli.plan import show_plan
 
         sys.exit(show_plan(job, state, quote, retry_failed, fmt, None,
-                           include_unchanged=include_unchanged))
+                           include_unchanged=include_unchanged,
+                           allow_duplicates=allow_duplicates))
     if quote or fmt != "text":
         raise click.UsageError("--quote and --format go with --dry-run")
     _execute(job, state, concurrency, yes, allow_partial, quiet, verbose, confirm_only=False,
              retry_failed=retry_failed, include_unchanged=include_unchanged,
-             log_format=log_format, metrics_file=metrics_file)
+             log_format=log_format, metrics_file=metrics_file,
+             allow_duplicates=allow_duplicates)
 
 
 @click.command()

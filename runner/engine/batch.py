@@ -87,6 +87,7 @@ class RunOptions:
     allow_partial: bool = False
     retry_failed: bool = False  # send failed items again under a new external_id
     include_unchanged: bool = False  # and those refused for good whose row is unchanged
+    allow_duplicates: bool = False  # pay possible duplicates (recorded with the run)
     applied: AppliedPlan | None = None  # `runner apply`: pay what this plan lists, or refuse
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
@@ -119,7 +120,8 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
     require_plan(job, options.applied is not None)  # four eyes: before anything is opened
     with open_store(options.state_path) as state:
         digest = inputs_digest(job)
-        if options.applied is None and not options.retry_failed and not options.confirm_only:
+        if options.applied is None and not options.retry_failed and \
+                not options.confirm_only and not options.allow_duplicates:
             last = unchanged(job, state, digest)
             if last is not None:
                 log.info("inputs unchanged since run %d and every item done: nothing to do",
@@ -241,7 +243,7 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
         alone = _plan(job, provider, options, flow, run_id, digest)
         return alone[0], alone[1], f"run{run_id}"
     flags = f"{digest}:{options.retry_failed}:{options.include_unchanged}:" \
-            f"{options.confirm_only}:" \
+            f"{options.confirm_only}:{options.allow_duplicates}:" \
             f"{options.applied.sha256 if options.applied else ''}"
     plan: Plan | None = None
     stopped: Ending | None = None
@@ -272,13 +274,15 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
     verify, workers = job.run.verify_payees, options.concurrency or job.run.concurrency
     if options.applied is None:
         plan = make_plan(job, provider, state, flow, retry_failed=options.retry_failed,
-                         include_unchanged=options.include_unchanged, sink=stager,
+                         include_unchanged=options.include_unchanged,
+                         allow_duplicates=options.allow_duplicates, sink=stager,
                          verify=verify, workers=workers)
     else:
+        document = options.applied.document
         plan = make_plan(job, provider, state, flow,
-                         retry_failed=bool(options.applied.document.get("retry_failed")),
-                         include_unchanged=bool(
-                             options.applied.document.get("include_unchanged")),
+                         retry_failed=bool(document.get("retry_failed")),
+                         include_unchanged=bool(document.get("include_unchanged")),
+                         allow_duplicates=bool(document.get("allow_duplicates")),
                          verify=verify, workers=workers)
         reasons = compare(options.applied.document, plan, job)
         if reasons:
@@ -293,6 +297,10 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
             state.note_approval(run_id, options.applied.approval)
     stager.flush()
     state.note_checks(run_id, plan.report.invalid, plan.counts.get("refused", 0))
+    if plan.allow_duplicates:
+        state.note_duplicates_allowed(run_id)
+    if plan.counts.get("duplicate"):
+        log.warning("%d item(s) held as possible duplicates: not paid", plan.counts["duplicate"])
     if plan.stops:
         return Ending(2, f"{plan.report.invalid} invalid item(s); nothing was sent"), plan
     if plan.short and not options.allow_partial and not options.confirm_only:

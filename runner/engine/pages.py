@@ -66,10 +66,11 @@ class Stager:
         if cost is not None and p.balance is not None:
             self.rest[p.balance] = self.rest.get(p.balance, Decimal(0)) + cost
         summary = json.dumps(self.flow.summary_of(p.valid.item), sort_keys=True) \
-            if p.action in ("new", "held") and p.valid is not None else None
+            if p.action in ("new", "held", "duplicate") and p.valid is not None else None
         payee = p.payee.to_json() if p.payee is not None else None
         self._buffer.append(Staged(p.external_id, p.row, p.action, p.ref, p.fingerprint,
-                                   p.changed, summary, p.balance, cost, p.why, payee))
+                                   p.changed, summary, p.balance, cost, p.why, payee,
+                                   p.content))
         if len(self._buffer) >= STAGE_CHUNK:
             self.flush()
 

@@ -5,7 +5,8 @@ with nothing written and nothing sent (but ``quote``'s ``dryrun-`` quotations).
 state record and says what a run would do with it (``PlannedItem.action``: ``new``,
 ``resume`` at the step reached, ``in_doubt``, ``retry`` under a new external_id; or skipped:
 ``settled``, ``failed``, ``review`` (a person decides), ``changed`` (after its payment
-started), ``refused`` (another job holds it), ``invalid``; ``held`` by the payee check). With
+started), ``duplicate`` (held: it pays what another item of the batch pays), ``refused``
+(another job holds it), ``invalid``; ``held`` by the payee check). With
 ``verify`` (``run.verify_payees``, ``runner plan --verify``) each item to pay whose money has
 not moved yet has its payee checked (``runner.payees``): its finding goes with it, and under
 ``hold`` an item with no match, an account not available or a check that failed, unless a
@@ -35,6 +36,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from runner.engine.duplicates import Duplicates
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.engine.funds import Need, available, draw, estimate_fees, needs
 from runner.errors import ConfigurationError, ProviderHTTPError
@@ -50,9 +52,9 @@ from runner.summary.model import Scrubber
 from runner.validation import Report, validate_job
 
 TO_PAY = ("new", "resume", "in_doubt", "retry")
-SKIPPED = ("settled", "failed", "review", "changed", "held", "refused", "quote_refused",
-           "invalid", "unplanned")
-LISTED = ("in_doubt", "retry", "failed", "review", "changed", "held", "refused",
+SKIPPED = ("settled", "failed", "review", "changed", "held", "duplicate", "refused",
+           "quote_refused", "invalid", "unplanned")
+LISTED = ("in_doubt", "retry", "failed", "review", "changed", "held", "duplicate", "refused",
           "quote_refused", "invalid")
 # The steps before money moves: an item to pay at one of these has its payee checked.
 UNPAID_STEPS = ("new", "quoted", "created")
@@ -82,6 +84,7 @@ class PlannedItem:
     lineage: int = 1  # the item's ``-fN`` (``runner.state.derived_ref``) its ``ref`` is of
     # Who is paid (``Flow.summary_of``: names and masked identifiers), for a plan kept whole.
     who: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    content: str | None = None  # what it pays, as a digest (``runner.engine.duplicates``)
     valid: ValidItem | None = field(default=None, repr=False, compare=False)
     record: ItemRecord | None = field(default=None, repr=False, compare=False)
 
@@ -137,6 +140,7 @@ class Plan:
     quoted: bool = False
     retry_failed: bool = False
     include_unchanged: bool = False  # with retry_failed: unchanged refusals sent again too
+    allow_duplicates: bool = False
     on_invalid: str = "stop"
     made_by: str = ""
     made_on: str = ""
@@ -229,9 +233,9 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "file": self.file, "state": self.state,
-                "quoted": self.quoted,
-                "retry_failed": self.retry_failed,
-                "include_unchanged": self.include_unchanged, "made_by": self.made_by,
+                "quoted": self.quoted, "retry_failed": self.retry_failed,
+                "include_unchanged": self.include_unchanged,
+                "allow_duplicates": self.allow_duplicates, "made_by": self.made_by,
                 "made_on": self.made_on, "made_at": _iso(self.made_at),
                 "counts": self.counts, "left_unpaid": self.left_unpaid, "stops": self.stops,
                 "shortfall": self.shortfall(),
@@ -265,7 +269,7 @@ def flow_for(job: Job, provider: Provider, state: StateStore,
 
 def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
               quote: bool = False, retry_failed: bool = False,
-              include_unchanged: bool = False,
+              include_unchanged: bool = False, allow_duplicates: bool = False,
               sink: Callable[[PlannedItem], None] | None = None, verify: str = "off",
               workers: int | None = None) -> Plan:
     """What a run would do now with every row of ``job`` (see the module's docstring).
@@ -273,12 +277,13 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
     With ``sink`` the plan streams: each planned item goes to ``sink`` as it is made (a
     run stages it in the state) and the plan keeps only its counts, its totals and the
     items a person looks at; memory does not grow with the batch. ``verify`` (warn, hold)
-    checks the payees, ``workers`` at a time (default: the job's concurrency)."""
+    checks the payees, ``workers`` at a time (default: the job's concurrency). Possible
+    duplicates are held (``runner.engine.duplicates``) unless ``allow_duplicates``."""
     made_by, made_on = who()
     plan = Plan(job.name, job.kind, str(job.path), [], [], Report(str(job.path), job.kind),
                 quoted=quote, retry_failed=retry_failed,
                 include_unchanged=retry_failed and include_unchanged,
-                on_invalid=job.run.on_invalid,
+                allow_duplicates=allow_duplicates, on_invalid=job.run.on_invalid,
                 made_by=made_by, made_on=made_on, state=state.location,
                 streamed=sink is not None)
     clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
@@ -291,6 +296,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
                              float(job.run.verify_for), flow.policy,
                              workers or job.run.concurrency, flow.clock)
         plan.payee_offered = payees.offered
+    duplicates = Duplicates(state, job, allow_all=allow_duplicates)
 
     def flush() -> None:
         ids = [v.external_id for v, _ in pending]
@@ -300,6 +306,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         owners = state.owners([i for i in ids if i not in known] + retries)
         planned = [classify(v, price, known.get(v.external_id), owners, flow, retry_failed,
                             plan.include_unchanged) for v, price in pending]
+        duplicates.check(planned)  # first: a possible duplicate's payee is not asked about
         if payees is not None and payees.offered:
             check(payees, planned)
         for p in planned:
@@ -323,6 +330,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
                                    keep=keep)
         flush()
     finally:
+        duplicates.close()
         if payees is not None:
             payees.close()
             plan.asked = payees.asked

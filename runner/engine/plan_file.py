@@ -80,6 +80,7 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
         "planned_at": iso(plan.made_at), "valid_until": iso(valid_until),
         "quoted": plan.quoted, "retry_failed": plan.retry_failed,
         "include_unchanged": plan.include_unchanged,
+        "allow_duplicates": plan.allow_duplicates,
         "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
         "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
         "balances": [n.as_dict() for n in plan.needs],

@@ -16,7 +16,8 @@ LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up 
           "retry": "to send again (--retry-failed)", "settled": "settled",
           "failed": "failed earlier", "review": "needs a person",
           "changed": "changed after its payment started",
-          "held": "held by the payee check (needs a person)", "refused": "refused",
+          "held": "held by the payee check (needs a person)",
+          "duplicate": "held: possible duplicate", "refused": "refused",
           "quote_refused": "refused by the provider (its quotation)", "invalid": "invalid",
           "unplanned": "not to pay in the plan"}
 

@@ -54,6 +54,9 @@ class ValidItem:
     external_id: str
     item: JobModel
     values: RowValues = field(repr=False)
+    # The row's ``allow_duplicate`` column says it pays what another item of the batch pays
+    # on purpose (DESIGN.md rule 9): it is not held as a possible duplicate.
+    allow_duplicate: bool = False
 
     ok = True
 
@@ -219,6 +222,9 @@ def iter_items(job: Job, duplicates: bool = True,
                 problems += [(location, message) for location, message in explain(exc, model)
                              if not any(location[: len(f)] == f for f in failed)]
             errors = [JobError(source.name, number, dotted(loc), msg) for loc, msg in problems]
+            allowed = allow_duplicate(values.get(ALLOW_DUPLICATE))
+            if isinstance(allowed, str):
+                errors.append(JobError(source.name, number, ALLOW_DUPLICATE, allowed))
             if external_id is not None and duplicates:
                 earlier = seen.first(external_id, number)
                 if earlier != number:
@@ -228,7 +234,8 @@ def iter_items(job: Job, duplicates: bool = True,
             if errors or typed is None or external_id is None:
                 yield InvalidItem(source.name, number, external_id, errors)
             else:
-                yield ValidItem(source.name, number, external_id, typed, values)
+                yield ValidItem(source.name, number, external_id, typed, values,
+                                allowed is True)
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None
@@ -236,6 +243,21 @@ def iter_items(job: Job, duplicates: bool = True,
         raise JobErrors([JobError(source.name, None, None, str(exc))]) from None
     finally:
         seen.close()
+
+
+ALLOW_DUPLICATE = "allow_duplicate"
+_YES, _NO = ("true", "yes", "y", "1"), ("false", "no", "n", "0", "")
+
+
+def allow_duplicate(value: Any) -> bool | str:
+    """A row's ``allow_duplicate`` cell as a yes or a no (empty, or no column: no); the
+    problem, when it is neither."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _YES or text in _NO:
+        return text in _YES
+    return f"{str(value)[:20]!r} is not a yes or a no (true, yes, 1; false, no, 0 or empty)"
 
 
 def check_job(path: str | Path, environ: Mapping[str, str] | None = None) -> list[JobError]:

@@ -1,7 +1,9 @@
-"""The external_ids a stream of rows has given so far (``runner.job.loading``), to refuse a
-second row with the same one, in memory that does not grow with the batch: a dict for the
-first ``IN_MEMORY`` ids, then a temporary SQLite file (deleted when closed) whose page cache
-is bounded. A million rows stream in the same memory as fifty thousand."""
+"""The keys a stream of rows has given so far, each with the first row that gave it, in
+memory that does not grow with the batch: a dict for the first ``IN_MEMORY`` keys, then a
+temporary SQLite file (deleted when closed) whose page cache is bounded. A million rows
+stream in the same memory as fifty thousand. The loader keeps the external_ids seen
+(``runner.job.loading``: to refuse a second row with the same one), a plan the digests of
+what its rows pay (``runner.engine.duplicates``), each with a note (its external_id)."""
 
 from __future__ import annotations
 
@@ -13,27 +15,36 @@ _BATCH = 2_000
 
 
 class Seen:
-    """external_id -> the first row that gave it."""
+    """key -> the first row that gave it, and its note."""
 
     def __init__(self) -> None:
-        self._memory: dict[str, int] = {}
+        self._memory: dict[str, tuple[int, str]] = {}
         self._db: sqlite3.Connection | None = None
         self._file: tempfile._TemporaryFileWrapper[bytes] | None = None
 
-    def first(self, external_id: str, row: int) -> int:
-        """The first row that gave ``external_id`` (``row`` when this one is the first)."""
-        earlier = self._memory.get(external_id)
+    def first(self, key: str, row: int, note: str = "") -> int:
+        """The first row that gave ``key`` (``row`` when this one is the first)."""
+        earlier = self.get(key)
         if earlier is not None:
-            return earlier
-        if self._db is not None:
-            found = self._db.execute("SELECT row FROM seen WHERE id = ?",
-                                     [external_id]).fetchone()
+            return earlier[0]
+        self.put(key, row, note)
+        return row
+
+    def get(self, key: str) -> tuple[int, str] | None:
+        """The first row that gave ``key``, with its note; None when none did."""
+        earlier = self._memory.get(key)
+        if earlier is None and self._db is not None:
+            found = self._db.execute("SELECT row, note FROM seen WHERE id = ?",
+                                     [key]).fetchone()
             if found is not None:
-                return int(found[0])
-        self._memory[external_id] = row
+                earlier = (int(found[0]), str(found[1]))
+        return earlier
+
+    def put(self, key: str, row: int, note: str = "") -> None:
+        """``key`` was given first by ``row`` (the caller knows it was not seen before)."""
+        self._memory[key] = (row, note)
         if len(self._memory) >= (_BATCH if self._db is not None else IN_MEMORY):
             self._spill()
-        return row
 
     def _spill(self) -> None:
         if self._db is None:
@@ -41,10 +52,11 @@ class Seen:
             self._db = sqlite3.connect(self._file.name)
             self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
                                    "PRAGMA cache_size=-2048; "
-                                   "CREATE TABLE seen (id TEXT PRIMARY KEY, row INTEGER) "
-                                   "WITHOUT ROWID")
+                                   "CREATE TABLE seen (id TEXT PRIMARY KEY, row INTEGER, "
+                                   "note TEXT) WITHOUT ROWID")
         with self._db:
-            self._db.executemany("INSERT INTO seen VALUES (?, ?)", self._memory.items())
+            self._db.executemany("INSERT INTO seen VALUES (?, ?, ?)",
+                                 [(k, r, n) for k, (r, n) in self._memory.items()])
         self._memory.clear()
 
     def close(self) -> None:

@@ -3,7 +3,8 @@
 A kind's module (``runner.kinds.<name>``) declares ``KIND``: the item's model (what a row
 becomes), the provider checks made at validation (and the reads they need, started ahead),
 the amount an item sends for the totals, the flow that pays it exactly once, the provider
-client that flow drives, and the example job in ``jobs/`` that runs as it is. Adding a kind
+client that flow drives, the example job in ``jobs/`` that runs as it is, and what makes two
+of its items the same payment (``runner.kinds.same``). Adding a kind
 is one new module and its line in ``MODULES``; ``tests/test_kinds.py`` checks that every kind
 has every part.
 
@@ -88,6 +89,10 @@ class Kind:
     # Who an item pays, for the payee check before money moves (runner.payees); None: the
     # provider offers no such check for this kind.
     payee: Callable[[Any], Payee] | None = None
+    # What makes two items of one batch the same payment (runner.kinds.same: the parts
+    # compared, None when the item names nobody to compare), and those parts in words.
+    same_payment: Callable[[Any], tuple[str, ...] | None] | None = None
+    same_payment_is: str = ""
 
 
 @functools.cache

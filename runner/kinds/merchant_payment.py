@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from runner.engine.merchant_payment import MerchantPaymentFlow
 from runner.job.merchant_payment import MerchantPaymentItem
-from runner.kinds import Kind, Problems
+from runner.kinds import Kind, Problems, same
 from runner.payees.checks import Payee, full_name
 from runner.validation.catalogue import Catalogue
 from runner.validation.rules import check_merchant_payment
@@ -43,4 +43,6 @@ def _payee(item: MerchantPaymentItem) -> Payee:
 
 KIND = Kind("merchant_payment", MerchantPaymentItem, MerchantPaymentFlow,
             lambda p: p.merchant_payment, "jobs/merchant-payments.yaml", check=_check,
-            wants=_wants, amount=_amount, payee=_payee)
+            wants=_wants, amount=_amount, payee=_payee,
+            same_payment=same.merchant_payment,
+            same_payment_is="consumer account, card or msisdn, amount and currency")

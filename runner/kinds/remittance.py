@@ -12,7 +12,7 @@ from decimal import Decimal
 from runner.engine.remittance import RemittanceFlow
 from runner.job.loading import ValidItem
 from runner.job.money_transfer import RemittanceItem
-from runner.kinds import Kind, Price, Problems
+from runner.kinds import Kind, Price, Problems, same
 from runner.payees.checks import Payee, full_name
 from runner.provider import Provider
 from runner.validation.catalogue import Catalogue
@@ -90,4 +90,6 @@ def funds(provider: Provider) -> dict[str, Decimal]:
 
 KIND = Kind("remittance", RemittanceItem, RemittanceFlow, lambda p: p.money_transfer,
             "jobs/payroll.yaml", check=_check, wants=_wants, amount=_amount, rate=_rate,
-            receives=_receives, quote=_quote, funds=funds, payee=_payee)
+            receives=_receives, quote=_quote, funds=funds, payee=_payee,
+            same_payment=same.remittance,
+            same_payment_is="beneficiary account or msisdn, amount and currency")

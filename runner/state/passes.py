@@ -16,7 +16,7 @@ end it together.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -74,19 +74,24 @@ class LocalPasses(LocalWorkers):
     def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
         stamp = now_iso()
         to_pay = "('new', 'resume', 'in_doubt', 'retry')"
+        # What holds an item, by the plan's action: its payee check, or the item of the
+        # batch it may duplicate (runner.engine.duplicates).
+        held = "plan_items.action IN ('held', 'duplicate')"
+        why = "CASE plan_items.action WHEN 'held' THEN 'payee' ELSE 'duplicate' END"
         self._run(
             "INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, "
-            "outcome, error_code, error_message, created_at, updated_at) SELECT external_id, "
-            "job_name, ?, row, fingerprint, summary, payee, CASE WHEN action = 'held' THEN "
-            "'held' ELSE 'pending' END, CASE WHEN action = 'held' THEN 'payee' END, CASE WHEN "
-            "action = 'held' THEN why END, ?, ? FROM plan_items WHERE job_name = ? AND (action "
-            "= 'new' OR (action = 'held' AND NOT EXISTS (SELECT 1 FROM items WHERE "
+            "content, outcome, error_code, error_message, created_at, updated_at) SELECT "
+            f"external_id, job_name, ?, row, fingerprint, summary, payee, content, CASE WHEN "
+            f"{held} THEN 'held' ELSE 'pending' END, CASE WHEN {held} THEN {why} END, CASE "
+            f"WHEN {held} THEN plan_items.why END, ?, ? FROM plan_items WHERE job_name = ? AND "
+            f"(action = 'new' OR ({held} AND NOT EXISTS (SELECT 1 FROM items WHERE "
             "items.external_id = plan_items.external_id))) ORDER BY row",
             [kind, stamp, stamp, job_name],
             "UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row, "
-            "updated_at = ? FROM plan_items WHERE plan_items.job_name = ? AND "
-            "plan_items.action = 'resume' AND plan_items.changed = 1 AND "
-            "items.external_id = plan_items.external_id", [stamp, job_name],
+            "content = plan_items.content, updated_at = ? FROM plan_items WHERE "
+            "plan_items.job_name = ? AND plan_items.action = 'resume' AND "
+            "plan_items.changed = 1 AND items.external_id = plan_items.external_id",
+            [stamp, job_name],
             "UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = ?, "
             "updated_at = ? WHERE step <> 'confirmed' AND external_id IN (SELECT external_id "
             "FROM plan_items WHERE job_name = ? AND action = 'changed')",
@@ -98,17 +103,18 @@ class LocalPasses(LocalWorkers):
             "plan_items.job_name = ? AND plan_items.action IN ('settled', 'changed') AND "
             "items.external_id = plan_items.external_id AND "
             f"coalesce(items.changed_to, '') <> coalesce({_ASKED}, '')", [stamp, job_name],
-            # The payee check's findings: kept with the items; an item it holds is held
-            # (not once final), one it no longer holds is pending again.
+            # The payee check's findings: kept with the items. An item held (by its check, or
+            # as a possible duplicate) is held with why (not once final), one no longer held
+            # is pending again.
             "UPDATE items SET payee = plan_items.payee FROM plan_items WHERE "
             "plan_items.job_name = ? AND plan_items.payee IS NOT NULL AND plan_items.action <> "
             "'new' AND items.external_id = plan_items.external_id", [job_name],
             "UPDATE items SET outcome = 'pending', error_code = NULL, error_message = NULL, "
             "updated_at = ? WHERE outcome = 'held' AND external_id IN (SELECT external_id FROM "
             f"plan_items WHERE job_name = ? AND action IN {to_pay})", [stamp, job_name],
-            "UPDATE items SET outcome = 'held', error_code = 'payee', error_message = "
+            f"UPDATE items SET outcome = 'held', error_code = {why}, error_message = "
             "plan_items.why, updated_at = ? FROM plan_items WHERE plan_items.job_name = ? AND "
-            "plan_items.action = 'held' AND items.external_id = plan_items.external_id AND "
+            f"{held} AND items.external_id = plan_items.external_id AND "
             "items.step <> 'final' AND items.intent IS NULL", [stamp, job_name])
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
@@ -127,6 +133,21 @@ class LocalPasses(LocalWorkers):
                                  [job_name, *actions, last]):
             yield from (Staged.from_row(r) for r in rows)
             last = rows[-1]["row"]
+
+    def same_payments(self, job_name: str, contents: Collection[str]
+                      ) -> dict[str, list[tuple[str, int, str]]]:
+        found: dict[str, list[tuple[str, int, str]]] = {}
+        for chunk in _chunks(sorted(contents)):
+            rows = self._rows(
+                f"SELECT content, external_id, row, outcome FROM (SELECT content, external_id, "
+                f"row, outcome, row_number() OVER (PARTITION BY content ORDER BY row) AS n "
+                f"FROM items WHERE job_name = ? AND content IN ({', '.join('?' * len(chunk))}) "
+                f"AND outcome NOT IN ('failed', 'held')) AS ranked WHERE n <= 2 "
+                f"ORDER BY row", [job_name, *chunk])
+            for r in rows:
+                found.setdefault(r["content"], []).append((r["external_id"], r["row"],
+                                                           r["outcome"]))
+        return found
 
     def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:
         found: dict[str, ItemRecord] = {}

@@ -27,6 +27,7 @@ from runner.state.sqlite_schema import (
     MIGRATION_0011,
     MIGRATION_0013,
     MIGRATION_0014,
+    MIGRATION_0015,
 )
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 from runner.state.store import now_iso
@@ -102,6 +103,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     ),
     "0013_plan_files_signers": MIGRATION_0013,  # the same statements as SQLite's
     "0014_lease_holder_kernel": MIGRATION_0014,
+    "0015_same_payments": MIGRATION_0015,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -20,6 +20,8 @@ from runner.state.history import Approval, EarlierPaid, derived_ref
 # Provider ids are numbers in the money transfer service (transactions, quotations) and text
 # in the collection service (``PO0000000001``, ``QT0000000001``).
 ProviderId = int | str
+# ``held``: not paid until a person decides: its payee check holds it (error_code ``payee``)
+# or it may duplicate another item of its batch (``duplicate``, DESIGN.md rule 9).
 Outcome = Literal["pending", "awaiting_confirm", "settled", "failed", "conflict", "unknown",
                   "held"]
 AMOUNTS = ("source_amount", "fee", "destination_amount")
@@ -181,6 +183,7 @@ class RunRecord:
     # closing lines it printed (None: not kept).
     inputs: str | None = None
     lines: tuple[str, ...] | None = None
+    allow_duplicates: bool = False  # it ran with --allow-duplicates (or applied such a plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +215,8 @@ class Staged:
     it (``StateStore.stage_plan``): what the run does with it (``action``, as
     ``runner.engine.plan`` names it), the external_id its next call goes out under, the
     fingerprint of its request and whether it differs from the recorded one, its summary for
-    reports (JSON; a new item's), the balance it draws on with its estimated cost, and why it
-    is skipped, in doubt or sent again."""
+    reports (JSON; a new item's), the balance it draws on with its estimated cost, why it
+    is skipped, in doubt, held or sent again, and the digest of what it pays."""
 
     external_id: str
     row: int
@@ -226,6 +229,7 @@ class Staged:
     cost: Decimal | None = None
     why: str = ""
     payee: str | None = None  # the payee check's finding (JSON)
+    content: str | None = None  # what it pays, as a digest (``runner.engine.duplicates``)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Staged:

@@ -17,7 +17,7 @@ from runner.state.records import PlanFileRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, now_iso
 
 _RUN_COLUMNS = ("id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, "
-                "lines")
+                "lines, allow_duplicates")
 
 
 class RunBook:
@@ -63,6 +63,9 @@ class RunBook:
                           "job_name = ?", [job_name])
         row = rows[0]
         return WorkLeft(int(row["all_items"]), int(row["open_items"]), row["last_update"])
+
+    def note_duplicates_allowed(self, run_id: int) -> None:
+        self._run("UPDATE runs SET allow_duplicates = 1 WHERE id = ?", [run_id])
 
     def note_mailed(self, run_id: int) -> None:
         self._run("UPDATE runs SET mailed = 1 WHERE id = ?", [run_id])
@@ -151,5 +154,6 @@ class RunBook:
                          row["exit_code"], state, json.loads(row["counts"] or "{}"),
                          row["message"] or "", approval, row["digest"], bool(row["mailed"]),
                          calls or {}, row["inputs"],
-                         None if row["lines"] is None else tuple(json.loads(row["lines"])))
+                         None if row["lines"] is None else tuple(json.loads(row["lines"])),
+                         bool(row["allow_duplicates"]))
 

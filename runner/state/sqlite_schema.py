@@ -197,3 +197,22 @@ MIGRATION_0014 = tuple(
     f"ALTER TABLE {table} ADD COLUMN {column}"
     for table in ("leases", "worker_leases")
     for column in ("boot_id text", "pid_ns text", "locked bigint NOT NULL DEFAULT 0"))
+
+
+@migrations(name="0015_same_payments")
+def _same_payments(db: Database) -> None:
+    # What makes an item the payment it is (runner.kinds.same), as a digest kept with the
+    # item (indexed per job) and its staged plan: an item paying what another item of the
+    # batch pays is found in its history without holding the batch in memory. A run that
+    # paid possible duplicates on --allow-duplicates says so.
+    for sql in MIGRATION_0015:
+        db.execute(sql)
+
+
+MIGRATION_0015 = (
+    "ALTER TABLE items ADD COLUMN content text",
+    "ALTER TABLE plan_items ADD COLUMN content text",
+    "CREATE INDEX idx_items_job_name_content ON items (job_name, content) "
+    "WHERE content IS NOT NULL",
+    "ALTER TABLE runs ADD COLUMN allow_duplicates bigint NOT NULL DEFAULT 0",
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Unpack
@@ -97,6 +97,10 @@ class StateStore(ABC):
     def work_left(self, job_name: str) -> WorkLeft:
         """One aggregate over the job's items: how many, how many are neither final nor a
         conflict (a run would work on them), and the latest ``updated_at``."""
+
+    @abstractmethod
+    def note_duplicates_allowed(self, run_id: int) -> None:
+        """The run pays possible duplicates (``--allow-duplicates``); ``RunRecord``."""
 
     @abstractmethod
     def note_mailed(self, run_id: int) -> None:
@@ -359,6 +363,14 @@ class StateStore(ABC):
     @abstractmethod
     def staged_with(self, job_name: str, actions: Sequence[str]) -> Iterator[Staged]:
         """The staged entries of ``actions``, in row order (read in pages)."""
+
+    @abstractmethod
+    def same_payments(self, job_name: str, contents: Collection[str]
+                      ) -> dict[str, list[tuple[str, int, str]]]:
+        """content -> the first two of the job's items in the state paying it (the digest of
+        what it pays, ``runner.engine.duplicates``), in row order, as (external_id, row,
+        outcome): those failed with nothing paid, and those held (never paid), left out.
+        Two: one of them may be the item asking."""
 
     @abstractmethod
     def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:

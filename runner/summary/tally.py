@@ -20,8 +20,8 @@ from runner.summary.totals import Sums, money_group
 STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
           "changed", "paid_twice", "conflict", "unknown", "in_doubt", "held")
 # The states that make a run exit 1: an item that did not end well, or may not have (a
-# changed item: its row's new request is left unpaid; one paid twice), or is held by its
-# payee check until a person decides.
+# changed item: its row's new request is left unpaid; one paid twice), or is held (by its payee
+# check, or as a possible duplicate) until a person decides.
 PROBLEMS = ("failed", "refused", "invalid", "changed", "paid_twice", "conflict", "unknown",
             "in_doubt", "held")
 REVIEW = ("conflict", "unknown", "in_doubt", "held")
