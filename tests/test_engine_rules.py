@@ -470,8 +470,8 @@ def test_rows_edited_during_a_run_leave_no_confirmed_item_unfollowed(
     assert {k: (r["step"], r["status"]) for k, r in items(state).items()} == {
         "pay-a": ("final", "70000"), "pay-b": ("final", "70000"),
         "pay-c": ("final", "70000"), "pay-d": ("new", None)}
-    second = run(path, state)
-    assert (second.exit_code, second.counts) == (0, {"settled": 4})
+    second = run(path, state)  # a, b and c ask other payments now: not paid again
+    assert (second.exit_code, second.counts) == (1, {"settled": 1, "changed": 3})
     assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1, "pay-d": 1}
     assert items(state)["pay-d"]["source_amount"] == "45.00"
 
@@ -479,7 +479,8 @@ def test_rows_edited_during_a_run_leave_no_confirmed_item_unfollowed(
 def test_an_item_confirmed_is_followed_to_its_final_status_after_its_row_changed(
         sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path, state: Path) -> None:
     """A run confirms and leaves (wait_for_final: 0s); every row is edited; the next run
-    follows the confirmed items to their final status all the same, sending nothing."""
+    follows the confirmed items to their final status all the same, sending nothing, and
+    lists them as changed (their rows' new payments are left unpaid: exit 1)."""
     sb = sandbox_factory(submit_delay=3600, complete_delay=0)
     path = write_job(tmp_path, sb)
     path.write_text(path.read_text().replace("wait_for_final: 2s", "wait_for_final: 0s"))
@@ -487,11 +488,13 @@ def test_an_item_confirmed_is_followed_to_its_final_status_after_its_row_changed
     assert (first.exit_code, first.counts) == (0, {"pending": 3})
     rows = tmp_path / "rows.csv"
     rows.write_text(rows.read_text().replace(",1,", ",1,1"))
+    path.write_text(path.read_text().replace("wait_for_final: 0s", "wait_for_final: 2s"))
     Admin(sb.url).advance(3600)
     sent = posts(Admin(sb.url))
-    second = run(path, state)
-    assert (second.exit_code, second.counts) == (0, {"settled": 3})
-    assert {r["status"] for r in items(state).values()} == {"70000"}
+    second = run(path, state)  # paid as confirmed; the rows' new payments are not made
+    assert (second.exit_code, second.counts) == (1, {"changed": 3})
+    assert {(r["outcome"], r["status"]) for r in items(state).values()} == {
+        ("settled", "70000")}
     assert posts(Admin(sb.url)) == sent
     assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
 
