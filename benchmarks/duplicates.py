@@ -18,7 +18,6 @@ digests, the plan's own spill to a temporary file).
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from validate_rows import JOB, resident_mib, write_rows  # noqa: E402
+from validate_rows import JOB, print_speed_and_memory, resident_mib, write_rows  # noqa: E402
 
 from runner.engine.duplicates import Duplicates, content_of  # noqa: E402
 from runner.engine.plan import PlannedItem  # noqa: E402
@@ -51,11 +50,8 @@ def main() -> None:
             start = time.perf_counter()
             held, early = check(job, state, count)
             elapsed = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"rows: {count}  held as possible duplicates: {held}")
-    print(f"elapsed: {elapsed:.2f} s  ({count / elapsed:,.0f} rows/s)")
-    print(f"resident: {early:.1f} MiB after {count // 10} rows, {resident_mib():.1f} MiB at the "
-          f"end; peak (ru_maxrss) {peak:.1f} MiB")
+    print_speed_and_memory(count, elapsed, early)
 
 
 def history(job: Job, state: StateStore, count: int) -> None:

@@ -61,6 +61,15 @@ def resident_mib() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
+def print_speed_and_memory(count: int, elapsed: float, early: float) -> None:
+    """Rows per second, and the resident size after a tenth of the rows (``early``), at the
+    end and at its peak: flat memory when the first two are close."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"elapsed: {elapsed:.2f} s  ({count / elapsed:,.0f} rows/s)")
+    print(f"resident: {early:.1f} MiB after {count // 10} rows, {resident_mib():.1f} MiB at the "
+          f"end; peak (ru_maxrss) {peak:.1f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -85,11 +94,8 @@ def main() -> None:
             if valid + invalid == count // 10:
                 early = resident_mib()
         elapsed = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"rows: {count}  valid: {valid}  invalid: {invalid}")
-    print(f"elapsed: {elapsed:.2f} s  ({count / elapsed:,.0f} rows/s)")
-    print(f"resident: {early:.1f} MiB after {count // 10} rows, {resident_mib():.1f} MiB at the "
-          f"end; peak (ru_maxrss) {peak:.1f} MiB")
+    print_speed_and_memory(count, elapsed, early)
     if options.tracemalloc:
         _, traced = tracemalloc.get_traced_memory()
         print(f"peak Python allocations while loading and iterating: {traced / 2**20:.1f} MiB")
