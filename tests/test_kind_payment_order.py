@@ -61,6 +61,8 @@ def row(ident: str, amount: str = "50.00", *, page: str = "card-eur",
         mode: str = "HOST_TO_HOST", currency: str = "EUR", card: str = CARD["card_number"],
         qmode: str = "", buyer: str = "", buyer_amount: str = "", msisdn: str = "",
         year: str = "2099", cvv: str = "123") -> dict[str, Any]:
+    """A row; two rows of one card, amount and currency in one batch are held as possible
+    duplicates, so each test gives its rows amounts of their own."""
     return {"id": ident, "page": page, "mode": mode, "amount": amount, "currency": currency,
             "qmode": qmode, "buyer": buyer, "buyer_amount": buyer_amount, "card": card,
             "cvv": cvv if card else "", "month": "12" if card else "",
@@ -203,7 +205,7 @@ def test_the_example_job_runs_to_exit_0(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_lost_creation_is_looked_up_and_made_once(
         fault: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     adm.faults({"payment_orders": {fault: 1}}, slow_seconds=0.5)
-    path = job(tmp_path, sb, [row("a"), row("b")], concurrency=1, timeout="0.2s")
+    path = job(tmp_path, sb, [row("a"), row("b", "51.00")], concurrency=1, timeout="0.2s")
     result = run(path, state)
     assert (result.exit_code, result.counts) == (0, {"settled": 2})
     assert order_counts(sb) == {"a": 1, "b": 1}
@@ -228,7 +230,7 @@ def test_a_500_before_the_work_is_looked_up_then_sent_again(
 def test_a_503_is_retried_as_it_is(sb: RunningSandbox, adm: Admin, tmp_path: Path,
                                    state: Path) -> None:
     adm.faults({"payment_orders": {"unavailable_next": 1}, "quotations": {"unavailable_next": 1}})
-    result = run(job(tmp_path, sb, [row("a"), row("f", **FX)], concurrency=1), state)
+    result = run(job(tmp_path, sb, [row("a"), row("f", "52.00", **FX)], concurrency=1), state)
     assert (result.exit_code, result.counts) == (0, {"settled": 2})
     assert steps(state, "a") == [("payment_order", "ok", None)]  # the retry is within it
     assert posts(adm, "payment_orders") == 3 and posts(adm, "quotations") == 2
@@ -251,7 +253,7 @@ def test_a_lost_quotation_is_asked_again_and_the_reused_one_adopted(
 def test_an_order_already_made_under_the_external_id_is_adopted_when_it_matches(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     create_order(sb, "a", "50.00")
-    result = run(job(tmp_path, sb, [row("a"), row("b")]), state)
+    result = run(job(tmp_path, sb, [row("a"), row("b", "51.00")]), state)
     assert (result.exit_code, result.counts) == (0, {"settled": 2})
     assert order_counts(sb) == {"a": 1, "b": 1}
     assert steps(state, "a") == [("payment_order", "error", "2001201")]
@@ -262,7 +264,7 @@ def test_an_order_already_made_under_the_external_id_is_adopted_when_it_matches(
 def test_an_order_under_the_external_id_that_is_not_the_item_is_a_conflict(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     other = create_order(sb, "a", "99.00")
-    path = job(tmp_path, sb, [row("a"), row("b")])
+    path = job(tmp_path, sb, [row("a"), row("b", "51.00")])
     result = run(path, state)
     assert (result.exit_code, result.counts) == (1, {"settled": 1, "conflict": 1})
     r = items(state, JOB)["a"]
