@@ -30,8 +30,8 @@ def paid(sb: RunningSandbox) -> Counter[str]:
 
 
 def held(external_id: str, row: int, like: str, like_row: int, where: str) -> str:
-    return (f"  held {external_id} (row {row}): possible duplicate of {like} (row {like_row}, "
-            f"{where}): {WORDS}; {HOW}")
+    return (f"  needs a person {external_id} (row {row}): possible duplicate of {like} (row "
+            f"{like_row}, {where}): {WORDS}; {HOW}")
 
 
 def test_a_re_export_that_dropped_leading_zeros_pays_nobody_twice(
@@ -52,7 +52,7 @@ def test_a_re_export_that_dropped_leading_zeros_pays_nobody_twice(
         f"    pay-123 (row 2): possible duplicate of pay-00123 (row 2, paid): {WORDS}; {HOW}",
         f"    pay-456 (row 3): possible duplicate of pay-00456 (row 3, paid): {WORDS}; {HOW}"]
     assert "  held: possible duplicate: 2" in out_lines(plan)
-    lines = [f"{NAME}: 5 items: 3 settled, 2 duplicate", "  EUR: sent 60.00, fees 4.50",
+    lines = [f"{NAME}: 5 items: 3 settled, 2 held", "  EUR: sent 60.00, fees 4.50",
              held("pay-123", 2, "pay-00123", 2, "paid"),
              held("pay-456", 3, "pay-00456", 3, "paid")]
     ran = cli("run", str(job), "--yes", "--state", str(state))
@@ -62,7 +62,7 @@ def test_a_re_export_that_dropped_leading_zeros_pays_nobody_twice(
     assert paid(sb) == {"+254700000001": 1, "+254700000002": 1, "+254700000003": 1}
     record = items(state)["pay-123"]
     assert (record["outcome"], record["step"], record["error_code"]) == (
-        "duplicate", "new", "duplicate")
+        "held", "new", "duplicate")
     again = cli("run", str(job), "--yes", "--state", str(state))  # held still, nothing sent
     assert (again.exit_code, out_lines(again)) == (1, lines)
     assert sum(paid(sb).values()) == 3
@@ -86,14 +86,14 @@ def test_a_duplicate_inside_one_batch_is_held_unless_its_row_allows_it(
         "c,1,11.00,+254700000001,\n"
         "d,1,10.00,+254700000001,yes\n", encoding="utf-8")
     result = run(job, state)
-    assert (result.exit_code, result.counts) == (1, {"settled": 3, "duplicate": 1})
+    assert (result.exit_code, result.counts) == (1, {"settled": 3, "held": 1})
     assert items(state)["pay-b"]["error_message"] == (
         f"possible duplicate of pay-a (row 2, to pay in this run): {WORDS}; {HOW}")
     assert paid(sb) == {"+254700000001": 3}
     summary = json.loads(cli("report", str(job), "--state", str(state), "--format",
                              "json").stdout)
     assert [(i["external_id"], i["state"]) for i in summary["needs_person"]] == [
-        ("pay-b", "duplicate")]
+        ("pay-b", "held")]
     (tmp_path / "rows.csv").write_text("id,payer,amount,msisdn,allow_duplicate\n"
                                        "e,1,10.00,+254700000009,perhaps\n", encoding="utf-8")
     bad = cli("validate", str(job))
