@@ -137,7 +137,7 @@ class LocalPasses(LocalWorkers):
     def same_payments(self, job_name: str, contents: Collection[str]
                       ) -> dict[str, list[tuple[str, int, str]]]:
         found: dict[str, list[tuple[str, int, str]]] = {}
-        for chunk in _chunks(sorted(contents)):
+        for chunk in chunks(sorted(contents)):
             rows = self._rows(
                 f"SELECT content, external_id, row, outcome FROM (SELECT content, external_id, "
                 f"row, outcome, row_number() OVER (PARTITION BY content ORDER BY row) AS n "
