@@ -309,3 +309,27 @@ def test_a_plan_records_what_its_payee_checks_hold(store: StateStore) -> None:
     assert {r.external_id: (r.outcome, r.error_message) for r in store.items(JOB)
             if r.external_id in ("new-held", "resumed")} == {
         "new-held": ("pending", None), "resumed": ("pending", None)}
+
+
+def test_what_reconcile_found_is_written_only_onto_the_item_it_read(store: StateStore) -> None:
+    store.insert_items([record("a")])
+    store.update_item("a", step="final", outcome="settled", status="70000")
+    read = store.item("a")
+    assert read is not None
+    assert store.note_found(read, "a: reversed after it settled", outcome="failed",
+                            status="80000", error_code="80000", error_message="REVERSED")
+    found = store.item("a")
+    assert found is not None and (found.outcome, found.status, found.error_message) == (
+        "failed", "80000", "REVERSED")
+    assert [(a.step, a.result, a.message) for a in store.attempts("a")] == [
+        ("reconcile", "failed", "a: reversed after it settled")]
+    # Read before a run moved the item on: not written, no attempt row.
+    assert not store.note_found(read, "stale", earlier_paid="[]")
+    assert store.item("a").earlier_paid is None  # type: ignore[union-attr]
+    assert len(store.attempts("a")) == 1
+
+
+def test_the_estimated_fees_go_with_the_amounts_left_to_confirm(store: StateStore) -> None:
+    store.set_rest(JOB, {"EUR": Decimal("1000.00")}, {"EUR": Decimal("154.00")})
+    assert store.take_rest(JOB, {"EUR": Decimal("640.00")}) == {"EUR": Decimal("415.44")}
+    assert store.take_rest(JOB, {"EUR": Decimal("360.00")}) == {"EUR": Decimal("0.00")}
