@@ -35,7 +35,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
-from runner.errors import JobError, SigningError
+from runner.errors import FileUnreadable, JobError, SigningError
+from runner.job.sources import open_regular
 
 MAGIC = b"SSHSIG"
 ARMOR = ("-----BEGIN SSH SIGNATURE-----", "-----END SSH SIGNATURE-----")
@@ -245,8 +246,9 @@ def read_allowed_signers(path: Path) -> list[AllowedSigner]:
     """Every key of the allowed-signers file ``path``; a JobError naming the line for one
     that cannot be read (a trust list is read whole or not at all)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with open_regular(path) as file:  # never a FIFO, a device or /proc/self/environ
+            text = file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError, FileUnreadable) as exc:
         raise JobError(str(path), None, None, f"cannot read the approvers' keys: "
                        f"{getattr(exc, 'strerror', None) or exc}") from None
     signers = []

@@ -323,6 +323,10 @@ CASES: list[Case] = [
          (link("../templates/summary.html.j2", "/proc/self/environ"),),
          ("summary.template: the summary template failed: TemplateError: summary.html.j2: a "
           "special file of the system (proc)",)),
+    Case("approvers-linked-to-environ", "remittance",
+         (sub("run:\n", "run:\n  four_eyes: true\n  approvers: signers\n"),
+          link("signers", "/proc/self/environ")),
+         ("signers: cannot read the approvers' keys: a special file of the system (proc)",)),
     Case("header-is-a-settings-line", "legacy_pay",
          (put("legacy-pay.csv", "PGPASSWORD=s3cr3t-in-header,amount,format,email\n"
                                 "A-1,1.00,json,a@example.com\n"),),

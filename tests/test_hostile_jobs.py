@@ -139,7 +139,7 @@ def test_the_password_in_a_base_url_is_never_repeated(outcomes: dict[str, Outcom
 
 def test_no_line_of_a_file_refused_is_printed(outcomes: dict[str, Outcome]) -> None:
     for case in ("rows-linked-to-environ", "rows-root-is-proc",
-                 "summary-template-linked-to-environ"):
+                 "summary-template-linked-to-environ", "approvers-linked-to-environ"):
         assert SECRET not in outcomes[case].output and KEY not in outcomes[case].output
     assert "s3cr3t-in-header" not in outcomes["header-is-a-settings-line"].output
 
