@@ -292,6 +292,48 @@ def test_a_run_killed_with_a_pay_in_flight_leaves_it_unknown(
     assert pays(adm) == 1  # the resumed run sent nothing
 
 
+class Died(BaseException):
+    """The process ends here (as under SIGKILL, nothing after it runs)."""
+
+
+def test_a_run_dying_as_it_tells_a_pay_unknown_never_lets_it_be_sent_again(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run dies at the moment it tells why a Pay is unknown, twice: after the Pay's answer
+    was lost, and after a Pay left in flight by an earlier run was found. What was written
+    before keeps the Pay unknown or in doubt: no later run sends it again."""
+    from runner.engine.legacy_pay import LegacyPayFlow
+
+    def dies(*args: Any, **kwargs: Any) -> None:
+        raise Died
+
+    adm.faults({"legacy": {"lost_next": 1}})
+    lost = write_job(tmp_path, sb, [("a", "10.00", "json", CARD)])
+    with monkeypatch.context() as m:
+        m.setattr(LegacyPayFlow, "_unknown", dies)
+        with pytest.raises(Died):
+            run(lost, state)
+    assert (items(state, NAME)["lp-a"]["step"], run(lost, state).counts) == (
+        "final", {"unknown": 1})
+    assert pays(adm) == 1
+
+    pay = LegacyPayClient.pay
+    in_flight = tmp_path / "in-flight"
+    in_flight.mkdir()
+    killed = write_job(in_flight, sb, [("b", "10.00", "json", CARD)])
+    with monkeypatch.context() as m:  # sent, and the run gone before its answer is read
+        m.setattr(LegacyPayClient, "pay", lambda *a, **k: (pay(*a, **k), dies())[0])
+        with pytest.raises(Died):
+            run(killed, in_flight / "s.sqlite")
+        m.setattr(LegacyPayFlow, "_unknown", dies)
+        with pytest.raises(Died):  # the next run finds it, and dies telling why
+            run(killed, in_flight / "s.sqlite")
+    assert items(in_flight / "s.sqlite", NAME)["lp-b"]["intent"] == "pay"
+    again = run(killed, in_flight / "s.sqlite")
+    assert (again.exit_code, again.counts) == (1, {"unknown": 1})
+    assert pays(adm) == 2 and list(orders(sb)) == ["lp-a", "lp-b"]
+
+
 def test_a_lost_state_database_cannot_pay_twice(sb: RunningSandbox, adm: Admin,
                                                  tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb, [("a", "10.00", "json", CARD)])

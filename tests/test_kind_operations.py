@@ -326,6 +326,36 @@ def test_an_answer_and_what_the_item_becomes_are_recorded_together(
     assert sent_steps(state, "a") == [("charge", None)]  # its answer was never recorded
 
 
+def test_a_run_dying_as_a_lost_answer_is_recorded_leaves_the_operation_unknown(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The charge's answer is lost, and the run dies just as it records the call in doubt:
+    what it wrote already makes the item unknown, so the next run sends nothing (never the
+    call's end written with the item still to send, which would charge it again)."""
+    from runner.state.sqlite import SqliteStore
+
+    create_order(sb, "o", "50.00")
+    adm.faults({"operations": {"lost_next": 1}})
+    path = job(tmp_path, sb, "charge", [op("a", "o", "20.00")])
+    end_attempt = SqliteStore.end_attempt
+
+    def dies(self: SqliteStore, attempt: int, external_id: str, result: str,
+             **more: Any) -> None:
+        end_attempt(self, attempt, external_id, result, **more)
+        if result == "in_doubt":
+            raise Died
+
+    with monkeypatch.context() as m:
+        m.setattr(SqliteStore, "end_attempt", dies)
+        with pytest.raises(Died):
+            run(path, state)
+    r = items(state, JOB)["a"]
+    assert (r["step"], r["intent"], r["outcome"]) == ("final", None, "unknown")
+    again = run(path, state)
+    assert (again.exit_code, again.counts) == (1, {"unknown": 1})
+    assert posts(adm, "operations") == 1 and ops_by_item(sb) == {"a": 1}
+
+
 def test_a_503_before_sending_is_retried_safely(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     create_order(sb, "o", "50.00")

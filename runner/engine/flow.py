@@ -262,9 +262,9 @@ class Flow(Generic[ItemT, ClientT]):
                   send: Callable[[], Any]) -> Any | None:
         """Send a POST that has no lookup by external_id (rule 5). Passing failures before
         sending are retried; once in doubt it is never sent again: the item becomes
-        ``unknown`` for a person to check, and None is returned."""
+        ``unknown`` (and final) for a person to check, and None is returned."""
         if entry.record.intent == step:  # sent by an earlier run, answer lost
-            self.update(entry, outcome="unknown", intent=None,
+            self.update(entry, step="final", outcome="unknown", intent=None, error_code=None,
                         error_message=f"the {step} was sent and its answer lost; check it at "
                                       f"the provider before anything else")
             return None
@@ -275,11 +275,18 @@ class Flow(Generic[ItemT, ClientT]):
             answer = self.policy.call(send, idempotent=False)
         except ProviderError as exc:
             if decide(exc, idempotent=False) is Decision.LOOKUP:
-                self._end(attempt, entry, "in_doubt", exc)
-                self.update(entry, outcome="unknown", error_code=exc.code,
-                            error_message=f"the {step} was sent and its answer lost "
-                                          f"({exc.message}); check it at the provider before "
-                                          f"anything else")
+                # The doubt ends with the item unknown and final, in one transaction: never
+                # a moment when the call looks answered and the item still to send.
+                unknown: ItemChanges = {
+                    "step": "final", "outcome": "unknown", "intent": None,
+                    "error_code": exc.code,
+                    "error_message": f"the {step} was sent and its answer lost "
+                                     f"({exc.message}); check it at the provider before "
+                                     f"anything else"}
+                self.state.end_attempt(attempt, entry.external_id, "in_doubt",
+                                       http_status=exc.status, code=exc.code,
+                                       message=exc.message, resolved=False, **unknown)
+                entry.record.apply(unknown)
                 return None
             self._end(attempt, entry, "error", exc)
             raise

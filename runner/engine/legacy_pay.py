@@ -203,10 +203,11 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         """A Pay in flight when a run ended: rule 5, nothing is sent, a person checks."""
         if entry.record.intent != STEP:
             return
-        for attempt in self.state.attempts(entry.external_id):
-            if attempt.step == STEP and attempt.finished_at is None:
+        for attempt in self.state.attempts(entry.external_id):  # the intent stays until
+            if attempt.step == STEP and attempt.finished_at is None:  # the item is unknown
                 self.state.end_attempt(attempt.id, entry.external_id, "in_doubt",
-                                       message="the run ended before the answer was recorded")
+                                       message="the run ended before the answer was recorded",
+                                       resolved=False)
         item = entry.item
         self._unknown(entry, None, provider_ref=merchant_order_id(entry),
                       source_currency=item.Currency, source_amount=Decimal(item.Amount))

@@ -154,9 +154,7 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
             else:
                 self._fail(entry, exc)
             return
-        if answer is None:  # in doubt: unknown for a person, and nothing more for runner
-            self.update(entry, step="final")
-        else:
+        if answer is not None:  # else in doubt: unknown for a person, nothing more for runner
             self._status(entry, answer)
 
     def _held(self, operation: dict[str, Any]) -> ItemChanges:
