@@ -19,6 +19,7 @@ import pytest
 from conftest import KEY, SECRET, Admin, Api
 from engine_support import (
     MT,
+    cli,
     confirmed,
     confirmed_ids,
     cost_confirmed,
@@ -265,6 +266,25 @@ def test_an_expired_quotation_gets_an_r2_attempt_only_once_unconfirmable(
         ("confirm", "pay-a-r2", "ok", None)]
     assert {r["attempt"] for r in items(state).values()} == {2}
     assert_paid_once(sb, state, moved=COST)
+
+
+def test_items_runner_confirm_confirmed_are_on_their_way_not_awaiting_a_confirm(
+        sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path, state: Path) -> None:
+    """`runner confirm` confirms what a run withheld; the transactions are not final when it
+    stops waiting: they are pending on their way (the next run follows them), never still
+    "awaiting confirmation", which would tell a person to confirm them again."""
+    sb = sandbox_factory(submit_delay=3600, complete_delay=0)
+    path = write_job(tmp_path, sb, confirm=False)
+    path.write_text(path.read_text().replace("wait_for_final: 2s", "wait_for_final: 0s"))
+    assert run(path, state).counts == {"awaiting_confirm": 3}
+    second = run(path, state, confirm=True, confirm_only=True)
+    assert (second.exit_code, second.counts) == (0, {"pending": 3})
+    assert {(r["step"], r["outcome"]) for r in items(state).values()} == {
+        ("confirmed", "pending")}
+    assert confirmed(sb) == EVERY
+    status = cli("status", str(path), "--state", str(state))
+    assert status.stdout.splitlines()[:2] == [
+        "pay-2026-11: 3 items: 3 pending", "  pending: 3 confirmed (on their way)"]
 
 
 # ---------------------------------------------------------------- rule 3: 1007001

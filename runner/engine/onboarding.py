@@ -92,7 +92,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
 
     def _keep(self, entry: Entry[OnboardingItem], chain: dict[str, Any], reached: str,
               **values: Unpack[ItemChanges]) -> None:
-        self.update(entry, **(values | {
+        self.update(entry, **({"error_code": None, "error_message": None} | values | {
             "step": reached, "intent": None, "details": json.dumps(chain),
             "status": reached if reached != "final" else "onboarded"}))
 

@@ -179,7 +179,7 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
                            "error_message": f"{self.operation} {operation['id']} ended "
                                             f"{status}"})
         else:
-            values.update({"outcome": "pending",
+            values.update({"outcome": "pending", "error_code": None, "error_message": None,
                            "status_message": f"{status}: not final yet"})
         self.update(entry, **values)
 

@@ -190,11 +190,11 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         if klass in FINAL_CLASSES:
             values["step"] = "final"
             values["outcome"] = "settled" if klass == "7" else "failed"
-            if klass != "7":
-                values["error_code"] = obj["status"]
-                values["error_message"] = obj["status_message"]
-        elif step == "created":
-            values["outcome"] = "pending"
+            values["error_code"] = None if klass == "7" else obj["status"]
+            values["error_message"] = None if klass == "7" else obj["status_message"]
+        else:  # made, or confirmed: on its way, whatever an earlier refusal or withheld
+            values.update({"outcome": "pending", "error_code": None,  # confirm said
+                           "error_message": None})
         self.update(entry, **values)
 
     def _confirm_once(self, entry: Entry[ItemT]) -> bool:
