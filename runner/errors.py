@@ -27,6 +27,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │   └── StateUnusable          exit 74; the database cannot be created, read or written
     │                              (read-only, no permission, damaged, written by a newer
     │                              runner, a table missing)
+    ├── IllegalMove                exit 70; a move an item's life does not allow
+    │                              (runner.lifecycle): a bug, refused before it is written
     ├── PlanRefused                exit 2; `runner apply` will not pay this plan (changed,
     │                              expired, a rate moved, four eyes): nothing was sent
     ├── NeedsApproval              exit 2; under run.four_eyes money moves only through an
@@ -210,6 +212,14 @@ class StateMissing(StateError):
     that does not exist: it is not created empty, which would read as "nothing was paid"."""
 
     exit_code = 2
+
+
+class IllegalMove(RunnerError):
+    """A move an item's life does not allow from where the item is (``runner.lifecycle``):
+    a bug in runner, never the job's nor the provider's. Nothing of the move is written;
+    the run stops (EX_SOFTWARE) rather than send or record what the rules forbid."""
+
+    exit_code = 70
 
 
 class PlanRefused(RunnerError):
