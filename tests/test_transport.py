@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import ssl
+import threading
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -22,9 +23,9 @@ from http_servers import Proxy, Script, Scripted, Seen, answer
 from mail_server import Authority
 
 from runner import __version__
-from runner.errors import Retry, UnexpectedAnswer, UntrustedCertificate
+from runner.errors import ResponseLost, Retry, UnexpectedAnswer, UntrustedCertificate
 from runner.provider.http import ProviderClient
-from runner.provider.transport import Urllib3Transport, authorities
+from runner.provider.transport import Request, Urllib3Transport, as_is, authorities
 from runner.sandbox import RunningSandbox
 
 BODY = b'{"status": "up", "amount": 0.10}'
@@ -97,6 +98,42 @@ def test_no_redirect_is_followed_to_another_host() -> None:
                           "followed) (POST /pay)")
     assert elsewhere.seen == []
     assert [s.connection for s in server.seen] == [1, 2]
+
+
+def test_a_connection_is_kept_or_dropped_before_another_call_can_take_it() -> None:
+    """urllib3 gives a connection back to its pool as soon as a body is read whole; the
+    transport keeps it aside until it has read the body. A call made meanwhile (here, while
+    the first call's body is being read) opens a connection of its own: it never takes, nor
+    has closed under it, the one whose body then proves unusable. A stray exception while
+    an answer is read is in doubt (looked up), never a failure of the call or of runner."""
+    with Scripted(lambda seen: Script([answer("200 OK", BODY)])) as server:
+        transport = Urllib3Transport(server.url, pool_size=1)
+        meanwhile: list[Any] = []
+
+        def call(target: str, read: Any = as_is) -> Any:
+            return transport.handle_request(Request("GET", target, {}, None, f"GET {target}",
+                                                    "e-1", read))
+
+        def refuse(content: bytes, headers: Any) -> Any:
+            other = threading.Thread(target=lambda: meanwhile.append(call("/meanwhile")))
+            other.start()
+            other.join(30)
+            raise ValueError("not the body asked for")
+
+        refused = call("/refused", refuse)
+        after = call("/after")
+        with pytest.raises(ResponseLost) as caught:
+            call("/stray", lambda content, headers: content.no_such_attribute)
+        transport.close()
+    assert (refused.body, refused.unexpected) == (None, "a body that cannot be read")
+    assert [r.content for r in meanwhile] == [after.content] == [BODY]
+    # The refused body's connection carried nothing after it; the one opened meanwhile,
+    # kept, carried the next call.
+    assert [(s.target, s.connection) for s in server.seen] == [
+        ("/refused", 1), ("/meanwhile", 2), ("/after", 2), ("/stray", 2)]
+    error = caught.value
+    assert (error.retry, error.external_id, str(error)) == (
+        Retry.LOOKUP, "e-1", "connection failed: AttributeError (GET /stray)")
 
 
 def test_tls_with_a_company_ca_from_ssl_cert_file_or_requests_ca_bundle(

@@ -23,8 +23,8 @@ import simplejson
 
 from runner.errors import NotFound
 from runner.provider.auth import DEFAULT_BRAND, make_signer
-from runner.provider.errors import error_from_answer, unexpected
-from runner.provider.transport import Reply, Request, Transport, Urllib3Transport
+from runner.provider.errors import error_from_answer
+from runner.provider.transport import Reply, Request, Transport, Urllib3Transport, as_is
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # connect, read
 # One decoder for every answer (simplejson.loads with use_decimal builds one per call).
@@ -73,30 +73,26 @@ class ProviderClient:
         if data is not None:
             headers["Content-Type"] = "application/json"
         reply = self.send(method, full, data=data, headers=headers, params=params,
-                          external_id=external_id)
-        parsed = _json(reply)
-        if parsed is _UNREADABLE:
-            reply.discard()  # what else came on its connection is not to be trusted either
+                          external_id=external_id, read=_json)
         if 200 <= reply.status_code < 300 and reply.unexpected is None:
-            if parsed is not _UNREADABLE:
-                return Answer(reply.status_code, reply.headers, parsed)
-            raise unexpected(reply.status_code, "a body that is not JSON", endpoint, external_id)
-        raise error_from_answer(reply.status_code, None if parsed is _UNREADABLE else parsed,
-                                endpoint, external_id, reply.headers.get("Retry-After"),
-                                reply.unexpected)
+            return Answer(reply.status_code, reply.headers, reply.body)
+        raise error_from_answer(reply.status_code, reply.body, endpoint, external_id,
+                                reply.headers.get("Retry-After"), reply.unexpected)
 
     def send(self, method: str, full_path: str, *, data: str | bytes | None,
              headers: Mapping[str, str], params: Mapping[str, Any] | None = None,
-             external_id: str | None = None) -> Reply:
-        """One exchange, whatever the answer's status; a failure to get an answer is mapped
-        to the connection errors (refused before sending, lost after, or timed out)."""
+             external_id: str | None = None,
+             read: Callable[[bytes, Mapping[str, str]], Any] = as_is) -> Reply:
+        """One exchange, whatever the answer's status, its body read by ``read``
+        (``transport.Request``); a failure to get an answer is mapped to the connection
+        errors (refused before sending, lost after, or timed out)."""
         if self.throttle is not None:
             self.throttle()
         query = "?" + urlencode(params, doseq=True) if params else ""
         body = data.encode() if isinstance(data, str) else data
         return self.transport.handle_request(Request(
             method, full_path + query, {**headers, **self.sign()}, body,
-            f"{method} {full_path}", external_id))
+            f"{method} {full_path}", external_id, read))
 
     def close(self) -> None:
         """Close the connections of the transport the client made itself (a transport given
@@ -130,17 +126,10 @@ class ProviderClient:
             page = int(following) if following else None
 
 
-_UNREADABLE = object()
-
-
-def _json(reply: Reply) -> Any:
-    """The answer's JSON (None for an empty body), or ``_UNREADABLE``."""
-    if not reply.content:
-        return None
-    try:
-        return read_json(reply.content.decode())
-    except ValueError:  # (UnicodeDecodeError is one)
-        return _UNREADABLE
+def _json(content: bytes, headers: Mapping[str, str]) -> Any:
+    """The answer's JSON (None for an empty body); ValueError for a body that is not JSON
+    (UnicodeDecodeError is one)."""
+    return read_json(content.decode()) if content else None
 
 
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,13 +43,18 @@ class LegacyPayClient(ProviderClient):
         body = (xml_request(order, credentials) if form == "xml"
                 else simplejson.dumps({"PaymentOrder": order, "Credentials": list(credentials)},
                                       use_decimal=True).encode())
-        response = self.send("POST", PAY, data=body, external_id=external_id,
+
+        def read(raw: bytes, headers: Mapping[str, str]) -> dict[str, Any] | None:
+            answer = read_answer(raw, headers.get("Content-Type"), form)
+            if answer is None and raw:
+                raise ValueError("not a Pay answer")  # (its connection is closed)
+            return answer
+
+        response = self.send("POST", PAY, data=body, external_id=external_id, read=read,
                              headers={"Content-Type": f"{MEDIA[form]}; charset=utf-8",
                                       "Accept": MEDIA[form]})
         endpoint = f"POST {PAY}"
-        answer = read_answer(response.content, response.headers.get("Content-Type"), form)
-        if answer is None and response.content:
-            response.discard()  # (``http.ProviderClient.request`` says why)
+        answer = response.body
         if answer is not None and answer_int(answer.get("ReturnCode")) == SUCCESS:
             # XML answers are text: the same types whatever the form.
             return {**answer, "ReturnCode": SUCCESS,

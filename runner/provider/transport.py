@@ -21,19 +21,24 @@ its connection closed before anything else can use it, and comes back with ``une
 saying why and no body: what follows it on that connection could be the answer to this call
 rather than to the next (``runner.provider.errors.error_from_answer`` makes it an
 ``UnexpectedAnswer``: in doubt). A body cut short closes its connection too, and so does a
-whole body that proves not to be what the call asked for (``Reply.discard``).
+whole body that proves not to be what the call asked for (``Request.read`` refuses it).
+
+urllib3 gives a connection back to its pool as soon as a body is read whole, before anyone
+could tell whether the body was the one asked for; the transport's pools (``_Settling``)
+keep such a connection aside until the transport has settled whether to keep it, so no
+other call can take it meanwhile and have it closed under its feet.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import re
 import ssl
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
 import certifi
@@ -41,7 +46,6 @@ import urllib3
 from urllib3.exceptions import (
     ConnectTimeoutError,
     DecodeError,
-    HTTPError,
     NewConnectionError,
     ProxyError,
     ReadTimeoutError,
@@ -65,10 +69,17 @@ ASKED_ENCODINGS = ("gzip", "x-gzip", "deflate", "identity")
 DEFAULT_HEADERS = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
 
 
+def as_is(content: bytes, headers: Mapping[str, str]) -> Any:
+    """The body as it came (any bytes are what such a call asked for)."""
+    return content
+
+
 @dataclass(frozen=True)
 class Request:
     """One call: ``target`` is the path (and query) under the base URL; ``endpoint`` ("POST
-    /v1/...") and ``external_id`` name the call in its errors."""
+    /v1/...") and ``external_id`` name the call in its errors. ``read`` makes the answer's
+    body (given its headers) into what the caller wants, and raises ValueError for a body
+    that is not what the call asked for: the connection it came on is then closed."""
 
     method: str
     target: str
@@ -76,24 +87,21 @@ class Request:
     body: bytes | None
     endpoint: str
     external_id: str | None = None
-
-
-def _kept() -> None:
-    return None
+    read: Callable[[bytes, Mapping[str, str]], Any] = as_is
 
 
 @dataclass(frozen=True)
 class Reply:
     """What came back from one exchange, whatever its status: headers by any case of their
-    names; ``unexpected`` says why the answer is not one the call asked for (then its body
-    is left unread, and empty here). ``discard()`` closes the connection it came on, for a
-    caller that finds the body is not what it asked for."""
+    names; ``body`` what ``Request.read`` made of ``content``; ``unexpected`` says why the
+    answer is not one the call asked for (its body then left unread and empty here, or, for
+    a body ``Request.read`` refused, "a body that cannot be read")."""
 
     status_code: int
     headers: Mapping[str, str]
     content: bytes
+    body: Any = None
     unexpected: str | None = None
-    discard: Callable[[], None] = _kept
 
 
 class Transport(Protocol):
@@ -137,8 +145,9 @@ class Urllib3Transport:
             # Forwarded (http://): the whole URL on the request line (the pool adds the
             # login to each request); tunnelled (https://): the login on the CONNECT only.
             self._prefix = self.base_url if parts.scheme == "http" else parts.path
+        manager.pool_classes_by_scheme = {"http": _SettlingPool, "https": _SettlingHTTPSPool}
         self._manager = manager
-        self._pool = manager.connection_from_url(self.base_url)
+        self._pool = self._settling_pool()
 
     @classmethod
     def from_environment(cls, base_url: str, *, timeout: tuple[float, float] = (5.0, 30.0),
@@ -159,34 +168,39 @@ class Urllib3Transport:
             # its message)
             raise ValueError("a control character or space in the request line or a header")
         with map_exceptions(request.endpoint, request.external_id):
-            response = self._pool.urlopen(
+            pool = self._pool
+            response = pool.urlopen(
                 request.method, self._prefix + request.target, body=request.body,
                 headers=headers, redirect=False, assert_same_host=False, retries=False,
-                preload_content=False, decode_content=True, timeout=self._timeout)
-            unexpected = _unexpected(response.status, response.headers, headers.get("Accept"))
-            if unexpected is not None:
-                _drop(response)
-                return Reply(response.status, response.headers, b"", unexpected)
-            # Reading the whole body gives the connection back to the pool; ``discard``
-            # closes it should the body prove unusable (its framing was whole, so nothing
-            # on it can be taken for the answer to another call meanwhile).
-            connection = response.connection
-            discard = connection.close if connection is not None else _kept
-            try:
-                content = response.read()
-            except DecodeError:  # gzip or deflate that does not decode: the body is lost
-                discard()
-                _drop(response)
-                return Reply(response.status, response.headers, b"",
-                             f"a {response.headers.get('Content-Encoding')} body that does "
-                             f"not decode")
-            response.release_conn()
-        return Reply(response.status, response.headers, content, discard=discard)
+                preload_content=False, release_conn=False, decode_content=True,
+                timeout=self._timeout)
+            with pool.settling(response) as settle:
+                unexpected = _unexpected(response.status, response.headers,
+                                         headers.get("Accept"))
+                if unexpected is not None:
+                    return Reply(response.status, response.headers, b"", None, unexpected)
+                try:
+                    content = response.read()
+                except DecodeError:  # gzip or deflate that does not decode: the body is lost
+                    return Reply(response.status, response.headers, b"", None,
+                                 f"a {response.headers.get('Content-Encoding')} body that "
+                                 f"does not decode")
+                try:
+                    body = request.read(content, response.headers)
+                except ValueError:  # (UnicodeDecodeError is one)
+                    return Reply(response.status, response.headers, content, None,
+                                 "a body that cannot be read")
+                settle.keep = True
+                return Reply(response.status, response.headers, content, body)
 
     def close(self) -> None:
         """Close every idle connection (a call after this opens another)."""
         self._manager.clear()
-        self._pool = self._manager.connection_from_url(self.base_url)
+        self._pool = self._settling_pool()
+
+    def _settling_pool(self) -> _SettlingPool:
+        # (the manager makes its pools of the classes it is given, typed as urllib3's own)
+        return cast(_SettlingPool, self._manager.connection_from_url(self.base_url))
 
 
 def _unexpected(status: int, headers: Mapping[str, str], accept: str | None) -> str | None:
@@ -207,20 +221,67 @@ def _unexpected(status: int, headers: Mapping[str, str], accept: str | None) -> 
     return None
 
 
-def _drop(response: urllib3.BaseHTTPResponse) -> None:
-    """Close the answer's connection (the pool opens another in its place)."""
-    response.close()
-    response.release_conn()
+@dataclass
+class _Settlement:
+    keep: bool = False
+
+
+class _SettlingPool(urllib3.HTTPConnectionPool):
+    """urllib3's pool, but a connection that an answer came on comes back to it only once
+    the transport has settled whether the answer was one the call asked for (``settling``).
+    urllib3 gives the connection back as soon as the body is read whole, and another call
+    could take it before the body proves unusable and the connection is closed: under that
+    call's feet, or after it sent on a connection that is not to be trusted."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._unsettled: set[object] = set()  # connections
+        self._settled = threading.Lock()
+
+    def _put_conn(self, conn: Any) -> None:
+        with self._settled:
+            if conn in self._unsettled:
+                return  # ``settling`` gives it back
+        super()._put_conn(conn)
+
+    @contextlib.contextmanager
+    def settling(self, response: urllib3.BaseHTTPResponse) -> Iterator[_Settlement]:
+        """Hold the answer's connection out of the pool until the block ends; then give it
+        back as it is if the block set ``keep``, else closed (the pool opens another in its
+        place)."""
+        connection = response.connection
+        if connection is None:  # (not one of this pool's)
+            yield _Settlement()
+            return
+        with self._settled:
+            self._unsettled.add(connection)
+        settlement = _Settlement()
+        try:
+            yield settlement
+        finally:
+            if not settlement.keep:
+                response.close()
+                connection.close()
+            response.release_conn()  # (held above if the body was read whole)
+            with self._settled:
+                self._unsettled.discard(connection)
+            super()._put_conn(connection)
+
+
+class _SettlingHTTPSPool(_SettlingPool, urllib3.HTTPSConnectionPool):
+    pass
 
 
 @contextlib.contextmanager
 def map_exceptions(endpoint: str, external_id: str | None) -> Iterator[None]:
     """urllib3's, http.client's and the socket's errors as ``runner.errors`` says them:
     refused before sending, timed out, or lost after (the reason's type, never its text: it
-    could echo a URL or a header)."""
+    could echo a URL or a header). Any other exception raised below the call is taken for
+    one lost after sending too: the request may have gone out, so the call is in doubt (and
+    looked up), never failed."""
     try:
         yield
-    except (HTTPError, http.client.HTTPException, OSError) as exc:
+    except Exception as exc:
         raise no_answer(exc, endpoint, external_id) from None
 
 
