@@ -13,6 +13,7 @@ tests never skip (``.ci/run`` installs them).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -55,9 +56,16 @@ class Cluster:
         if self.as_root:
             shutil.chown(self.root, "postgres", "postgres")
         self._numbers = itertools.count(1)
-        self._pg("initdb", "-D", str(self.data), "-U", USER, "-A", "trust", "--no-sync",
-                 "-E", "UTF8", "--locale", "C")
-        self.start()
+        try:
+            self._pg("initdb", "-D", str(self.data), "-U", USER, "-A", "trust", "--no-sync",
+                     "-E", "UTF8", "--locale", "C")
+            self.start()
+        except BaseException:
+            # (pg_ctl may give up waiting on a server that comes up after all)
+            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+                self.stop("immediate")
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
 
     def _pg(self, tool: str, *args: str) -> None:
         command = [str(self.bin / tool), *args]

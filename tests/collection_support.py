@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from conftest import KEY, SECRET, Admin, Api, body
+from conftest import KEY, PATIENCE, SECRET, Admin, Api, body, ending
 
 from runner.sandbox import RunningSandbox
 
@@ -132,21 +132,19 @@ def run_process(job: Path, state: Path) -> subprocess.Popen[bytes]:
                             stderr=subprocess.DEVNULL, env=runner_env())
 
 
-def kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool],
-              bound: float = 15.0) -> None:
-    """SIGKILL ``proc`` as soon as ``ready()`` (checked every few milliseconds) holds."""
-    deadline = time.monotonic() + bound
-    try:
+def kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool]) -> None:
+    """SIGKILL ``proc`` as soon as ``ready()`` (checked every few milliseconds) holds (and
+    whatever happens: should the moment never come, the test fails with ``proc`` ended)."""
+    with ending(proc):
+        deadline = time.monotonic() + PATIENCE
         while not ready():
             assert proc.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "the moment to kill never came"
             time.sleep(0.002)
         proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
 
 
 def run_to_end(job: Path, state: Path) -> int:
-    proc = run_process(job, state)
-    return proc.wait(timeout=60)
+    with ending(run_process(job, state)) as proc:
+        return proc.wait(timeout=PATIENCE)

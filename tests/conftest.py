@@ -1,9 +1,15 @@
 """Fixtures: a real sandbox on a free loopback port, in a thread, per test, and small HTTP
-helpers to talk to it. Timings are shrunk so nothing waits for real more than milliseconds."""
+helpers to talk to it. Timings are shrunk so nothing waits for real more than milliseconds.
+
+No test bounds how long anything takes: a busy machine may be slow. ``PATIENCE`` is how long
+a test waits for a process or a condition before it calls it hung; ``ending`` ends a
+process a test starts, whatever happens."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -18,8 +24,10 @@ from pg_support import Cluster
 
 from runner.provider.auth import DigestAuth
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread
+from runner.sandbox.core.clock import SandboxClock
 
 KEY, SECRET = "test-key", "test-secret"
+PATIENCE = 120.0  # seconds: a wait for what should come at once, never a measure of speed
 # A money transfer quotation of 100.00 EUR to payer 1 (M-Wallet Kenya).
 QUOTATION = {"external_id": "q-1", "payer_id": 1, "mode": "SOURCE_AMOUNT",
              "source": {"country_iso_code": "FRA", "currency": "EUR",
@@ -102,7 +110,7 @@ class Admin:
 def test_config(**overrides: Any) -> SandboxConfig:
     values: dict[str, Any] = dict(port=0, api_key=KEY, api_secret=SECRET, tick=0.005,
                                   submit_delay=60.0, complete_delay=60.0,
-                                  callback_spacing=0.005, callback_timeout=2.0,
+                                  callback_spacing=0.005, callback_timeout=30.0,
                                   demo_orders=False)
     values.update(overrides)
     return SandboxConfig(**values)
@@ -117,12 +125,33 @@ def stopping() -> Iterator[list[RunningSandbox]]:
         sb.stop()
 
 
+@contextlib.contextmanager
+def ending(process: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
+    """``process`` for the block; when it is left, however, the process is killed if it is
+    still running, its pipes are closed and its end is waited for."""
+    with process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def still_clock() -> SandboxClock:
+    """A sandbox clock that stands still but for ``advance``: what a test counts on it
+    (a rate limit's allowance, a delay) does not move with a machine's load."""
+    start = time.time()
+    return SandboxClock(source=lambda: start)
+
+
 @pytest.fixture
 def sandbox_factory(stopping: list[RunningSandbox]) -> Iterator[Callable[..., RunningSandbox]]:
     started: list[RunningSandbox] = []
 
-    def make(**overrides: Any) -> RunningSandbox:
-        sb = start_in_thread(test_config(**overrides))
+    def make(clock: SandboxClock | None = None, **overrides: Any) -> RunningSandbox:
+        """A sandbox of ``test_config(**overrides)``; ``clock``: its clock (by default real
+        time, moved on by ``admin.advance``)."""
+        sb = start_in_thread(test_config(**overrides), clock)
         started.append(sb)
         return sb
 

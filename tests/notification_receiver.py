@@ -8,12 +8,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import simplejson
 
-WAIT = 3.0  # seconds a delivery may take before a test gives up
+WAIT = 120.0  # seconds before a test calls a delivery lost (never a measure of speed)
+STARTED = time.time()  # (before any delivery a test of this process sees)
 
 
 @dataclass
@@ -22,10 +24,17 @@ class Ping:
     path: str
     headers: dict[str, str]  # names lower-cased
     raw: bytes
+    arrived: float  # time.time() on arrival
 
     @property
     def json(self) -> Any:
         return simplejson.loads(self.raw, use_decimal=True)
+
+    def dated_in_real_time(self) -> bool:
+        """Its Date header was written by the real clock (not by the sandbox's, moved ahead
+        by a test): after this process started, and not after it arrived."""
+        sent = parsedate_to_datetime(self.headers["date"]).timestamp()
+        return int(STARTED) <= sent <= self.arrived
 
 
 class Receiver:
@@ -42,7 +51,7 @@ class Receiver:
                 with receiver._lock:
                     receiver.received.append(Ping(
                         time.monotonic(), self.path,
-                        {k.lower(): v for k, v in self.headers.items()}, raw))
+                        {k.lower(): v for k, v in self.headers.items()}, raw, time.time()))
                     code = receiver.script.pop(0) if receiver.script else 200
                 self.send_response(code)
                 if 300 <= code < 400:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Admin
+from conftest import PATIENCE, Admin, ending
 from engine_support import (
     confirmed,
     cost_confirmed,
@@ -57,16 +57,16 @@ def test_a_kill_between_any_two_transactions_of_an_item_pays_it_once(
     adm.faults({"*": {"latency_ms": 150}})
     job = write_job(tmp_path, sb, ROW, concurrency=1)
     log = tmp_path / "first.log"
-    first = runner_process(job, state, log)
-    deadline = time.monotonic() + 30
-    for call in calls:
-        seen = sb.state.faults.counts[call]
-        while sb.state.faults.counts[call] == seen:
-            assert first.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the runner never got that far"
-            time.sleep(0.001)
-    first.send_signal(signal.SIGKILL)
-    assert first.wait(timeout=10) == -signal.SIGKILL
+    with ending(runner_process(job, state, log)) as first:
+        deadline = time.monotonic() + PATIENCE
+        for call in calls:
+            seen = sb.state.faults.counts[call]
+            while sb.state.faults.counts[call] == seen:
+                assert first.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, "the runner never got that far"
+                time.sleep(0.001)
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=PATIENCE) == -signal.SIGKILL
     time.sleep(0.1)  # the call in flight ends at the sandbox
     killed = items(state)[ITEM]
     assert (killed["step"], killed["intent"]) == (step, doubt)

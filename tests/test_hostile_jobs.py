@@ -8,9 +8,11 @@ process that imported runner (tests/fork_runner.py), so the corpus costs seconds
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from pathlib import Path
 import conftest
 import pytest
 from click.testing import CliRunner
-from conftest import KEY, SECRET, Admin
+from conftest import KEY, PATIENCE, SECRET, Admin, ending
 from hostile_cases import CASES, EXAMPLE, Case
 
 from runner.cli import main
@@ -53,11 +55,20 @@ def run_all(commands: dict[str, tuple[list[str], Path, dict[str, str]]], env: di
     lines = [json.dumps({"id": name, "args": arguments, "cwd": str(cwd), "env": more,
                          "output": str(scratch / f"{name}.out"), "limit": ADDRESS_SPACE})
              for name, (arguments, cwd, more) in commands.items()]
-    served = subprocess.run([sys.executable, str(Path(__file__).parent / "fork_runner.py"),
-                             str(max(2, os.cpu_count() or 2))], input="\n".join(lines),
-                            capture_output=True, text=True, env=env, timeout=300, check=True)
+    # In a process group of its own, so that the commands it forks end with it whatever
+    # happens.
+    with ending(subprocess.Popen([sys.executable, str(Path(__file__).parent / "fork_runner.py"),
+                                  str(max(2, os.cpu_count() or 2))], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=env, start_new_session=True)) as served:
+        try:
+            out, err = served.communicate("\n".join(lines), timeout=PATIENCE * 3)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # (none left: all ended)
+                os.killpg(served.pid, signal.SIGKILL)
+    assert served.returncode == 0, err
     outcomes = {}
-    for line in served.stdout.splitlines():
+    for line in out.splitlines():
         ended = json.loads(line)
         output = (scratch / f"{ended['id']}.out").read_text(encoding="utf-8", errors="replace")
         outcomes[ended["id"]] = Outcome(ended["code"], output, ended["seconds"],

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from account_support import ACCOUNT, balances, bank, entries, onboard, payout, transfer
-from conftest import KEY, SECRET, Admin, Api
+from conftest import KEY, PATIENCE, SECRET, Admin, Api, ending
 from engine_support import cli, items, out_lines, posts, run
 
 from runner.errors import BusinessRefusal, ReferenceTaken
@@ -597,19 +597,16 @@ def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
     command = [sys.executable, "-m", "runner", "run", str(path), "--yes", "--state",
                str(state)]
     posts_before = sb.state.faults.counts["POST"]
-    proc = subprocess.Popen(command, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=runner_env())
-    try:
-        deadline = time.monotonic() + 20
+    with ending(subprocess.Popen(command, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=runner_env())) as proc:
+        deadline = time.monotonic() + PATIENCE
         while sb.state.faults.counts["POST"] - posts_before < 3:
             assert proc.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "the run sent nothing"
             time.sleep(0.001)
         proc.send_signal(signal.SIGKILL)
-    finally:
-        code = proc.wait()
-    assert code == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL
     time.sleep(0.1)  # what the sandbox had received when the run died, done
     made = sum(requests_at(sb, kind).values())
     assert 1 <= made < count, made  # killed half-way: work was left

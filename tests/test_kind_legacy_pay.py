@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KEY, SECRET, Admin, Api, body
+from conftest import KEY, PATIENCE, SECRET, Admin, Api, body
 from engine_support import cli, err_lines, items, out_lines, run
 
 from runner.errors import (
@@ -274,7 +274,7 @@ def test_a_run_killed_with_a_pay_in_flight_leaves_it_unknown(
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE
         while "lp-a" not in orders(sb) and time.monotonic() < deadline:
             time.sleep(0.005)
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from collection_support import kill_when
-from conftest import KEY, SECRET, Admin, Api, body
+from conftest import KEY, PATIENCE, SECRET, Admin, Api, body, ending
 from engine_support import base_of, cli, items, outcomes, posts, run, runner_process, sent_for
 
 from runner.engine.merchant_payment import payment_details
@@ -420,15 +420,15 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
     job = write_job(tmp_path, sb, KILL_ROWS, concurrency=2)
     log = tmp_path / "first.log"
     first = runner_process(job, state, log)
-    kill_when(first, lambda: sb.state.faults.counts["POST"] >= kill_at, bound=20)
+    kill_when(first, lambda: sb.state.faults.counts["POST"] >= kill_at)
     time.sleep(0.05)  # the call in flight ends at the sandbox
     # Killed in the phase meant, with work left to resume.
     assert (sum(created(sb).values()) == 12) == (kill_at > 24)
     assert sum(confirmed(sb).values()) < 12
 
     log = tmp_path / "second.log"
-    second = runner_process(job, state, log)
-    assert second.wait(timeout=30) == 0, log.read_text()
+    with ending(runner_process(job, state, log)) as second:
+        assert second.wait(timeout=PATIENCE) == 0, log.read_text()
     every = {f"shop-k{n:02d}": 1 for n in range(12)}
     assert created(sb) == every  # no item was created twice either
     assert_paid_once(sb, state, every)

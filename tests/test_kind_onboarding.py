@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KEY, SECRET, Admin
+from conftest import KEY, PATIENCE, SECRET, Admin
 from engine_support import cli, err_lines, items, out_lines, run
 
 from runner.provider.onboarding import OnboardingClient
@@ -241,7 +241,7 @@ def test_a_run_killed_in_the_middle_of_chains_resumes_at_the_next_link(
         return len(made["companies"]) >= 3 and len(made["merchants"]) < len(made["companies"])
 
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE
         while not inside_a_chain() and time.monotonic() < deadline:
             time.sleep(0.001)
     finally:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import Admin
+from conftest import PATIENCE, Admin, ending
 from engine_support import cli, confirmed, items, posts, write_job
 from mail_server import start
 
@@ -38,7 +38,7 @@ def runner_command(job: Path, state: Path, *more: str) -> list[str]:
     return [sys.executable, "-m", "runner", "run", str(job), "--state", str(state), *more]
 
 
-def wait_until(check: object, seconds: float = 10.0) -> None:
+def wait_until(check: object, seconds: float = PATIENCE) -> None:
     deadline = time.monotonic() + seconds
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
@@ -51,11 +51,11 @@ def test_a_signal_lets_calls_in_flight_finish_and_the_next_run_resumes(
         code: int) -> None:
     adm.faults({"*": {"latency_ms": 20}})
     job = write_job(tmp_path, sb, ROWS, concurrency=2)
-    process = subprocess.Popen(runner_command(job, state, "--yes"), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    wait_until(lambda: sum(posts(adm).values()) >= 6)
-    process.send_signal(stop)
-    out, err = process.communicate(timeout=30)
+    with ending(subprocess.Popen(runner_command(job, state, "--yes"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)) as process:
+        wait_until(lambda: sum(posts(adm).values()) >= 6)
+        process.send_signal(stop)
+        out, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == code, err
     assert "interrupted; run again to resume" in err
     assert "Traceback" not in err
@@ -97,31 +97,32 @@ def on_terminal(command: list[str], answer: bytes | None,
     showed."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
-    process = subprocess.Popen(command, stdin=slave, stdout=subprocess.PIPE, stderr=slave,
-                               env={**os.environ, "TERM": "xterm-256color", **(env or {})})
-    os.close(slave)
     shown = b""
-    deadline = time.monotonic() + 60
-    answered = answer is None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.05)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the process ended and closed the terminal
-                break
-            if not chunk:
-                break
-            shown += chunk
-        elif process.poll() is not None:
-            break
-        if not answered and b"[y/N]" in shown:
-            os.write(master, answer or b"")
-            answered = True
-    process.wait(timeout=60)
-    assert process.stdout is not None
-    process.stdout.close()
-    os.close(master)
+    try:
+        with ending(subprocess.Popen(
+                command, stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                env={**os.environ, "TERM": "xterm-256color", **(env or {})})) as process:
+            os.close(slave)
+            deadline = time.monotonic() + PATIENCE
+            answered = answer is None
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.05)
+                if ready:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:  # the process ended and closed the terminal
+                        break
+                    if not chunk:
+                        break
+                    shown += chunk
+                elif process.poll() is not None:
+                    break
+                if not answered and b"[y/N]" in shown:
+                    os.write(master, answer or b"")
+                    answered = True
+            process.wait(timeout=PATIENCE)
+    finally:
+        os.close(master)
     return process.returncode, shown.decode(errors="replace")
 
 

@@ -450,10 +450,10 @@ def test_errors_and_unavailability_do_nothing(api: Api, admin: Admin) -> None:
 
 def test_slow_answers_still_do_the_work(sandbox_factory: Callable[..., RunningSandbox]) -> None:
     sb = sandbox_factory(validation_delay=60.0)
-    api, admin = Api(sb.url, (KEY, SECRET), timeout=0.5), Admin(sb.url)
+    api, admin = Api(sb.url, (KEY, SECRET)), Admin(sb.url)
     admin.faults({"accounts": {"slow_next": 1}}, slow_seconds=1.5)
     with pytest.raises(requests.Timeout):
-        api.post(TRANSFERS, transfer_body("tr-slow", "1.00"))
+        api.post(TRANSFERS, transfer_body("tr-slow", "1.00"), timeout=0.5)
     assert fetched(api, f"{TRANSFERS}/tr-slow")["status"] == "WaitingForValidation"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 from click.testing import CliRunner
-from conftest import KEY, SECRET, Api, body, error_of
+from conftest import KEY, PATIENCE, SECRET, Api, body, ending, error_of
 
 import runner.sandbox.server
 from runner.cli import main
@@ -181,7 +181,7 @@ def test_slow_answer_times_the_client_out_but_the_work_is_done(sandbox, api, adm
     else:
         raise AssertionError("the slow answer came in time")
     assert body(api.get(f"{MT}/quotations/ext-q-1"))["external_id"] == "q-1"
-    assert api.get("/ping", timeout=0.5).status_code == 200
+    assert api.get("/ping").status_code == 200
 
 
 def test_slow_answer_arrives_after_slow_seconds(sandbox, api, admin):
@@ -378,30 +378,30 @@ def free_port() -> int:
 def test_serve_in_a_real_process():
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "sandbox", "serve", "--port", str(port),
-         "--api-key", "K", "--api-secret", "S", "--lost-rate", "0", "--submit-delay", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 5
-        with requests.Session() as s:
-            while True:
-                assert proc.poll() is None, proc.communicate()
-                try:
-                    r = s.get(url + "/ping", auth=("K", "S"), timeout=30)
-                    break
-                except requests.ConnectionError:
-                    assert time.monotonic() < deadline, "the sandbox did not come up"
-                    time.sleep(0.02)
-            assert r.status_code == 200
-            r = s.get(url + SERVICES, auth=DigestAuth("K", "S"), timeout=60)
-            assert r.status_code == 200
-            assert len(body(r)) == 3
-            assert error_of(s.get(url + SERVICES, auth=(KEY, SECRET), timeout=60)) == \
-                (401, "1000401")
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=5)
+    with ending(subprocess.Popen(
+            [sys.executable, "-m", "runner", "sandbox", "serve", "--port", str(port),
+             "--api-key", "K", "--api-secret", "S", "--lost-rate", "0", "--submit-delay", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)) as proc:
+        try:
+            deadline = time.monotonic() + PATIENCE
+            with requests.Session() as s:
+                while True:
+                    assert proc.poll() is None, proc.communicate()
+                    try:
+                        r = s.get(url + "/ping", auth=("K", "S"), timeout=30)
+                        break
+                    except requests.ConnectionError:
+                        assert time.monotonic() < deadline, "the sandbox did not come up"
+                        time.sleep(0.02)
+                assert r.status_code == 200
+                r = s.get(url + SERVICES, auth=DigestAuth("K", "S"), timeout=60)
+                assert r.status_code == 200
+                assert len(body(r)) == 3
+                assert error_of(s.get(url + SERVICES, auth=(KEY, SECRET), timeout=60)) == \
+                    (401, "1000401")
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=PATIENCE)
     # A graceful stop; uvicorn then re-raises the SIGTERM it caught, hence -15 rather than 0.
     assert proc.returncode in (0, -signal.SIGTERM), err
     assert f"sandbox serving on {url}".encode() in err

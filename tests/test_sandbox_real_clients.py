@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import KEY, QUOTATION, SECRET, Admin, Api, body, error_of
+from conftest import KEY, QUOTATION, SECRET, Admin, Api, body, error_of, still_clock
 from engine_support import confirmed, run, write_job
 from notification_receiver import Receiver
 from real_client import BRAND, RealClient
@@ -200,7 +200,9 @@ def test_the_throttling_fault_answers_429_with_retry_after_in_each_family(
 
 def test_the_rate_limit_per_key_counts_on_the_sandbox_clock(
         sandbox_factory: Callable[..., RunningSandbox]) -> None:
-    sandbox = sandbox_factory(faults={"*": _rule(requests_per_second=2)})
+    # (Real time would refill the allowance while the calls are made: a call every half
+    # second at this rate.)
+    sandbox = sandbox_factory(faults={"*": _rule(requests_per_second=2)}, clock=still_clock())
     api, admin = Api(sandbox.url, (KEY, SECRET)), Admin(sandbox.url)
     assert [api.get(f"{MT}/payers/1").status_code for _ in range(2)] == [200, 200]
     refused = api.post(f"{MT}/quotations", QUOTATION)
@@ -238,9 +240,11 @@ def test_runner_waits_what_retry_after_asks() -> None:
     limited = error_from_answer(429, None, "POST /x", retry_after="3")
     assert isinstance(limited, RateLimited) and limited.retry_after == 3.0
     unavailable = error_from_answer(503, None, "GET /x", retry_after=formatdate(
-        time.time() + 30, usegmt=True))
+        time.time() + 3600, usegmt=True))
     assert isinstance(unavailable, ServiceUnavailable)
-    assert unavailable.retry_after is not None and 28 <= unavailable.retry_after <= 30
+    # (an hour ahead: whatever the machine's load, most of it is still to wait)
+    assert unavailable.retry_after is not None and 1800 <= unavailable.retry_after <= 3600
+    assert seconds_to_wait(formatdate(1_800_000_030, usegmt=True), now=1_800_000_000) == 30
     assert seconds_to_wait("soon") is None and seconds_to_wait(None) is None
     assert error_from_answer(400, None, "POST /x", retry_after="9").retry_after is None
 
@@ -248,9 +252,10 @@ def test_runner_waits_what_retry_after_asks() -> None:
 def test_the_engine_pays_a_batch_through_a_throttled_sandbox_once(
         sandbox_factory: Callable[..., RunningSandbox], tmp_path: Path, state: Path) -> None:
     """Three requests per second on the sandbox clock; every wait of the runner moves that
-    clock by the seconds it waits, so the batch takes no real time."""
+    clock by the seconds it waits, so the batch takes no real time (and the clock moves by
+    nothing else: calls slowed by a busy machine would otherwise be throttled less)."""
     sandbox = sandbox_factory(submit_delay=0, complete_delay=0,
-                              faults={"*": _rule(requests_per_second=3)})
+                              faults={"*": _rule(requests_per_second=3)}, clock=still_clock())
     waited: list[float] = []
 
     def wait(seconds: float) -> None:
