@@ -24,9 +24,11 @@ rather than to the next (``runner.provider.errors.error_from_answer`` makes it a
 whole body that proves not to be what the call asked for (``Request.read`` refuses it).
 
 urllib3 gives a connection back to its pool as soon as a body is read whole, before anyone
-could tell whether the body was the one asked for; the transport's pools (``_Settling``)
-keep such a connection aside until the transport has settled whether to keep it, so no
-other call can take it meanwhile and have it closed under its feet.
+could tell whether the body was the one asked for; the transport's pools (``_SettlingPool``)
+keep such a connection aside until the transport has settled whether to keep it, so that no
+other call takes it meanwhile, to have it closed under its feet or to send on a connection
+not to be trusted. Nothing closes a connection another call is using. Whatever else goes
+wrong below a call (an exception urllib3 does not expect) is a response lost: in doubt.
 """
 
 from __future__ import annotations
@@ -229,9 +231,9 @@ class _Settlement:
 class _SettlingPool(urllib3.HTTPConnectionPool):
     """urllib3's pool, but a connection that an answer came on comes back to it only once
     the transport has settled whether the answer was one the call asked for (``settling``).
-    urllib3 gives the connection back as soon as the body is read whole, and another call
-    could take it before the body proves unusable and the connection is closed: under that
-    call's feet, or after it sent on a connection that is not to be trusted."""
+    urllib3 gives the connection back as soon as the body is read whole, whatever
+    ``release_conn`` says (as its documentation warns), and has no public hook to hold it:
+    hence ``_put_conn``, the one way back into urllib3's pool, overridden here."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -250,7 +252,7 @@ class _SettlingPool(urllib3.HTTPConnectionPool):
         back as it is if the block set ``keep``, else closed (the pool opens another in its
         place)."""
         connection = response.connection
-        if connection is None:  # (not one of this pool's)
+        if connection is None:  # (never: urlopen with release_conn=False leaves it one)
             yield _Settlement()
             return
         with self._settled:
