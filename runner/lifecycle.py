@@ -20,6 +20,8 @@ move                    from                                to
                                                             status awaited)
 ``settled()``,          those                               settled, failed (final at the
 ``failed(code, why)``                                       provider)
+``checked()``           todo, refused, awaiting_confirm     todo: runner's own checks before
+                                                            a call pass (nothing is sent)
 ``not_found()``         in_doubt                            todo: the same call may go again
 ``doubted(call)``       todo, refused, awaiting_confirm     in_doubt: an answer showed
                                                             something may be held
@@ -365,6 +367,13 @@ def answered(item: Item, step: Step) -> Changes:
     _from(item, f"answered at {step}", _WORKED)
     return {"step": step, "intent": None, "outcome": Outcome.PENDING, "error_code": None,
             "error_message": None}
+
+
+def checked(item: Item) -> Changes:
+    """What runner checks itself before the call (an order read again, what it has left)
+    allows it: nothing is sent yet, and a refusal of an earlier run is forgotten."""
+    _from(item, "checked", SENDABLE)
+    return {"outcome": Outcome.PENDING, "error_code": None, "error_message": None}
 
 
 def confirmed(item: Item) -> Changes:

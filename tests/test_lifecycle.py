@@ -112,6 +112,8 @@ MOVES: list[tuple[str, Move, set[State], State | None]] = [
     ("not found", life.not_found, {State.IN_DOUBT}, None),
     ("answered", lambda r: life.answered(r, Step.CREATED), {
         State.TODO, State.REFUSED, State.AWAITING_CONFIRM, State.IN_DOUBT}, State.TODO),
+    ("checked", life.checked, {State.TODO, State.REFUSED, State.AWAITING_CONFIRM},
+     State.TODO),
     ("confirmed", life.confirmed, {State.TODO, State.REFUSED, State.AWAITING_CONFIRM,
                                    State.IN_DOUBT, State.POLLING}, State.POLLING),
     ("settled", life.settled, {State.TODO, State.REFUSED, State.AWAITING_CONFIRM,

@@ -30,10 +30,12 @@ from collections.abc import Collection
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn, TypeVar
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow
 from runner.engine.statements import Statements
 from runner.errors import ItemConflict, ItemInDoubt, ProviderError, ReferenceTaken
 from runner.job.collection import AccountTransferItem, Money, PayoutItem
+from runner.lifecycle import Call, Reason, Step
 from runner.logs import event
 from runner.provider.accounts import AccountClient
 from runner.state import ItemChanges, ItemRecord
@@ -94,7 +96,7 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
 
     # ------------------------------------------------------------ engine hooks
     def ready(self, entry: Entry[RequestT]) -> bool:
-        return entry.record.step == "new"
+        return entry.record.step == Step.NEW
 
     def draws(self, item: RequestT) -> str | None:
         """``<source account as the item names it> <currency>``."""
@@ -128,20 +130,20 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
 
     def commit(self, entry: Entry[RequestT]) -> None:
         """Ask for the request (the money is reserved), then read its status once."""
-        if entry.record.intent == self.commit_step:
+        if entry.record.intent == self.commit_call:
             self.settle_doubt(entry)
-            if entry.record.step != "new" or entry.record.intent:
+            if entry.record.step != Step.NEW or entry.record.intent:
                 return
         ref = entry.ref
         body = self.body(entry)
         try:
-            found = self._post(entry, self.commit_step, body, lambda: self.send(body),
+            found = self._post(entry, self.commit_call, body, lambda: self.send(body),
                                lambda: self.find(ref))
         except ReferenceTaken as exc:
             try:
                 found = self.read(lambda: self.find(ref))
             except ItemInDoubt:  # something is held under the reference: in doubt until read
-                self.update(entry, intent=self.commit_step)
+                self.move(entry, lifecycle.doubted(entry.record, self.commit_call))
                 raise
             if found is None:
                 self._conflict(entry, f"the provider says reference {ref} is used "
@@ -154,11 +156,11 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     def settle_doubt(self, entry: Entry[RequestT]) -> None:
         """A request sent whose answer was lost: found, it is adopted; clearly not found,
         the doubt is over and it may be sent again."""
-        if entry.record.intent != self.commit_step:
+        if entry.record.intent != self.commit_call:
             return
         found = self.read(lambda: self.find(entry.ref))
         if found is None:
-            self.update(entry, intent=None)
+            self.move(entry, lifecycle.not_found(entry.record))
         else:
             self._adopt(entry, found)
 
@@ -192,17 +194,16 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
     def poll(self, entry: Entry[RequestT]) -> bool:
         found = self.read(lambda: self.find(entry.ref))
         if found is None:
-            self.update(entry, outcome="unknown", error_code="missing",
-                        error_message=f"{self.noun} {entry.ref} was made, and the provider "
-                                      f"no longer finds it: check it there")
+            self.move(entry, lifecycle.polled_unknown(
+                entry.record, Reason.MISSING, f"{self.noun} {entry.ref} was made, and the "
+                                              f"provider no longer finds it: check it there"))
         else:
             self._status(entry, found)
-        return entry.record.step == "final"
+        return entry.record.step == Step.FINAL
 
     # ------------------------------------------------------------ shared steps
     def _conflict(self, entry: Entry[RequestT], message: str) -> NoReturn:
-        self.update(entry, outcome="conflict", error_code="conflict", intent=None,
-                    error_message=message)
+        self.move(entry, lifecycle.conflict(entry.record, Reason.CONFLICT, message))
         raise ItemConflict(entry.external_id)
 
     def _adopt(self, entry: Entry[RequestT], found: dict[str, Any]) -> None:
@@ -210,26 +211,24 @@ class _AccountRequestFlow(Flow[RequestT, AccountClient]):
         if differs:  # the doubt is over: what the provider holds is known, and not ours
             self._conflict(entry, f"{self.noun} {entry.ref} at the provider does not match "
                                   f"this item: {'; '.join(differs)}")
-        changes = self.recorded(found)
-        changes.update({"step": "confirmed", "intent": None, "outcome": "pending",
-                        "provider_ref": entry.ref, "error_code": None, "error_message": None})
-        self.update(entry, **changes)
+        facts = self.recorded(found)
+        facts["provider_ref"] = entry.ref
+        self.move(entry, lifecycle.confirmed(entry.record), **facts)
         self._status(entry, found)
 
     def _status(self, entry: Entry[RequestT], found: dict[str, Any]) -> None:
-        status = str(found.get("status") or "")
+        status, record = str(found.get("status") or ""), entry.record
         if status.lower() == self.final_status:
             problem = self.problem_when_final(entry, found)
-            self.update(entry, step="final", status=status,
-                        outcome="failed" if problem else "settled",
-                        error_code="entries" if problem else None, error_message=problem)
+            changes = lifecycle.failed(record, "entries", problem) if problem else \
+                lifecycle.settled(record)
         elif status.lower() in WAITING:
-            self.update(entry, status=status, outcome="pending", error_code=None,
-                        error_message=None)
+            changes = lifecycle.confirmed(record)
         else:  # not in the document nor the sandbox: a person decides; polling goes on
-            self.update(entry, status=status, outcome="unknown", error_code="status",
-                        error_message=f"{self.noun} {entry.ref} has status {status!r}, which "
-                                      f"runner does not know: check it at the provider")
+            changes = lifecycle.polled_unknown(
+                record, Reason.STATUS, f"{self.noun} {entry.ref} has status {status!r}, "
+                                       f"which runner does not know: check it at the provider")
+        self.move(entry, changes, status=status)
 
     def _same_account(self, named: str, account_id: str) -> bool:
         """True when the account an item names (by id or label) is ``account_id``."""
@@ -274,7 +273,7 @@ def _amount_differs(name: str, money: Money, found: dict[str, Any]) -> list[str]
 class PayoutFlow(_AccountRequestFlow[PayoutItem]):
     """A payout request from an account to one of its payout bank accounts."""
 
-    commit_step = "payout_request"
+    commit_call = Call.PAYOUT_REQUEST
     request = "payout"
     noun = "payout request"
     final_status = "charged"
@@ -308,7 +307,7 @@ class PayoutFlow(_AccountRequestFlow[PayoutItem]):
 class AccountTransferFlow(_AccountRequestFlow[AccountTransferItem]):
     """A transfer request between two accounts, its entries checked once validated."""
 
-    commit_step = "transfer_request"
+    commit_call = Call.TRANSFER_REQUEST
     request = "transfer"
     noun = "transfer request"
     final_status = "validated"

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner import lifecycle
 from runner.engine.approvals import require_plan
 from runner.engine.flow import Flow, Run
 from runner.engine.pages import Pages, Stager, give_up
@@ -57,12 +58,12 @@ from runner.engine.work import Ending, Share, work
 from runner.errors import LeaseHeld, PlanRefused
 from runner.job import Job
 from runner.kinds import kind_named
+from runner.lifecycle import PlanAction, Step
 from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import (
     LEASE_TTL,
-    ItemChanges,
     ItemRecord,
     StateLocation,
     StateStore,
@@ -324,17 +325,15 @@ def _refused_when_quoted(job: Job, flow: Flow[Any, Any], plan: Plan) -> None:
     (``quote_refused``): recorded as failed, nothing sent, with the provider's code and
     message, as a run that quoted them would have recorded them; the next run asks again."""
     new: list[ItemRecord] = []
-    for p in plan.of("quote_refused"):
-        if p.valid is None or (p.record is not None and (p.record.step != "new"
+    for p in plan.of(PlanAction.QUOTE_REFUSED):
+        if p.valid is None or (p.record is not None and (p.record.step != Step.NEW
                                                          or p.record.intent)):
             continue
-        changes: ItemChanges = {"outcome": "failed", "error_code": p.code,
-                                "error_message": p.why}
         if p.record is not None:
-            flow.state.update_item(p.external_id, **changes)
+            flow.state.update_item(p.external_id, **lifecycle.refused(p.record, p.code, p.why))
             continue
         record = ItemRecord(p.external_id, job.name, job.kind, p.row, p.fingerprint,
                             summary=json.dumps(flow.summary_of(p.valid.item), sort_keys=True))
-        record.apply(changes)
+        record.apply(lifecycle.refused(record, p.code, p.why))
         new.append(record)
     flow.state.insert_items(new)

@@ -9,9 +9,12 @@ exactly-once mechanics of DESIGN.md in one base class (``Flow``).
 - ``read``: GETs, retried on any passing failure. A lookup by external id answers only the
   record carrying it (``runner.provider.lookups``): another's is ``OtherRecord``, never
   adopted; the run makes the item a conflict naming both (``other_record``, rule 8).
-Steps a flow records: ``new``, its own intermediate steps, ``confirmed`` (money has moved,
-the final status is awaited: the engine polls these) and ``final``. A kind's flow says how
-to ``prepare`` an item (what comes before money moves), ``commit`` it
+Where an item is, and the moves that take it on, are ``runner.lifecycle``'s: a flow writes an
+item's life only through a move (``move``), and its facts (ids, amounts, statuses) with it
+or alone (``update``). Steps a flow records: ``new``, its own intermediate steps,
+``confirmed`` (money has moved, the final status is awaited: the engine polls these) and
+``final``. A kind's flow says how to ``prepare`` an item (what comes before money moves),
+``commit`` it
 (the call that moves money), ``poll`` it to its final state, what it costs for the funds
 checks (``draws``, ``cost``, ``usable``), how it is summarised for reports (``summary_of``),
 which failed items may be paid again under a new external_id (``retryable``, ``unpaid``;
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, TypeVar, Unpack, cast
 
+from runner import lifecycle
 from runner.errors import (
     ConfigurationError,
     DuplicateExternalId,
@@ -43,6 +47,7 @@ from runner.errors import (
     Retry,
 )
 from runner.job.fields import JobModel
+from runner.lifecycle import Call, Changes, Outcome, Reason
 from runner.logs import event
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore, derived_ref
@@ -123,7 +128,7 @@ class Run:
 class Flow(Generic[ItemT, ClientT]):
     """Base of the per-kind pipelines; ``client`` is the provider client the kind uses."""
 
-    commit_step = "confirm"  # the call that moves money, resolved before the pre-flight
+    commit_call = Call.CONFIRM  # the call that moves money, resolved before the pre-flight
 
     def __init__(self, client: ClientT, run: Run) -> None:
         self.client = client
@@ -134,7 +139,19 @@ class Flow(Generic[ItemT, ClientT]):
         self.clock = run.clock
 
     # ------------------------------------------------------------ bookkeeping
-    def update(self, entry: Entry[ItemT], **values: Unpack[ItemChanges]) -> None:
+    def move(self, entry: Entry[ItemT], changes: Changes, **facts: Unpack[ItemChanges]
+             ) -> None:
+        """Move the item as ``changes`` (a ``runner.lifecycle`` move's) say, with the facts
+        the provider gave."""
+        self._write(entry, {**facts, **changes})
+
+    def update(self, entry: Entry[ItemT], **facts: Unpack[ItemChanges]) -> None:
+        """Record facts of the item (ids, amounts, statuses, details): never where it is in
+        its life, which only a move changes."""
+        lifecycle.facts_only(facts)
+        self._write(entry, facts)
+
+    def _write(self, entry: Entry[ItemT], values: ItemChanges) -> None:
         """Change the item; after an answer not yet recorded, the changes wait for it
         (``close``, or the next call's ``begin_attempt``)."""
         if entry.answered is None:
@@ -168,16 +185,13 @@ class Flow(Generic[ItemT, ClientT]):
         """The provider refused the item: it fails with the provider's code and message."""
         if _down(error):
             raise stopping(error) from error
-        values.update({"outcome": "failed", "error_code": error.code,
-                       "error_message": error.message})
-        self.update(entry, **values)
+        self.move(entry, lifecycle.refused(entry.record, error.code, error.message), **values)
 
     def other_record(self, entry: Entry[ItemT], error: OtherRecord) -> None:
         """A lookup for the item answered another's record (rule 8): it is not adopted, and
         the item needs a person, told both records (what was asked, what came back). The
         doubt it may have been in is the person's now: nothing is sent for it again."""
-        self.update(entry, outcome="conflict", error_code="other_record", intent=None,
-                    error_message=str(error))
+        self.move(entry, lifecycle.conflict(entry.record, Reason.OTHER_RECORD, str(error)))
 
     def retry(self, entry: Entry[ItemT], fingerprint: str, row: int, changed: bool) -> bool:
         """Start the failed item's next lineage (``-f2``, ``-f3`` ...), once the provider
@@ -194,15 +208,15 @@ class Flow(Generic[ItemT, ClientT]):
                             derived_ref(record.external_id, lineage), record.ref,
                             record.status, record.error_code, record.error_message, changed,
                             self.run_id)
-        changes: ItemChanges = {
-            "row": row, "fingerprint": fingerprint, "step": "new", "intent": None,
-            "attempt": 1, "lineage": lineage, "provider_ref": None, "quotation_id": None,
-            "expires_at": None, "transaction_id": None, "source_currency": None,
-            "source_amount": None, "fee": None, "destination_currency": None,
-            "destination_amount": None, "status": None, "status_class": None,
-            "status_message": None, "outcome": "pending", "error_code": None,
-            "error_message": None, "details": None,
+        moved = lifecycle.retried(record)
+        facts: ItemChanges = {
+            "row": row, "fingerprint": fingerprint, "provider_ref": None,
+            "quotation_id": None, "expires_at": None, "transaction_id": None,
+            "source_currency": None, "source_amount": None, "fee": None,
+            "destination_currency": None, "destination_amount": None, "status": None,
+            "status_class": None, "status_message": None, "details": None,
             "summary": json.dumps(self.summary_of(entry.item), sort_keys=True)}
+        changes: ItemChanges = {**facts, **moved}
         self.state.start_retry(retry, **changes)
         record.apply(changes)
         log.info("%s: failed as %s (%s), sent again as %s", entry.external_id,
@@ -218,7 +232,7 @@ class Flow(Generic[ItemT, ClientT]):
                 raise stopping(exc) from exc
             raise ItemInDoubt(f"lookup failed: {exc}") from exc
 
-    def _post(self, entry: Entry[ItemT], step: str, request: dict[str, Any],
+    def _post(self, entry: Entry[ItemT], call: Call, request: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any:
         """Send a POST once its intent is committed; resolve doubt by ``lookup``.
 
@@ -226,10 +240,11 @@ class Flow(Generic[ItemT, ClientT]):
         raised for the caller; an unresolvable doubt raises ItemInDoubt (the intent stays)."""
         answered = self.answer(entry)  # recorded with this call's intent
         for _ in range(self.policy.attempts):
-            attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request,
+            intent = lifecycle.send(entry.record, call)
+            attempt = self.state.begin_attempt(self.run_id, entry.external_id, call, request,
                                                answered)
             answered = None
-            entry.record.intent = step
+            entry.record.apply(intent)
             try:
                 answer = self.policy.call(send, idempotent=False)
             except DuplicateExternalId as exc:
@@ -249,7 +264,7 @@ class Flow(Generic[ItemT, ClientT]):
                 continue  # clearly not found: the same POST, same external_id, again
             entry.answered = attempt  # recorded with what the caller makes of the answer
             return answer
-        raise ItemInDoubt(f"{step}: no answer after {self.policy.attempts} tries")
+        raise ItemInDoubt(f"{call}: no answer after {self.policy.attempts} tries")
 
     def _end(self, attempt: int, entry: Entry[ItemT], result: str, exc: ProviderError,
              resolved: bool = True) -> None:
@@ -258,31 +273,30 @@ class Flow(Generic[ItemT, ClientT]):
         if resolved:
             entry.record.intent = None
 
-    def post_once(self, entry: Entry[ItemT], step: str, request: dict[str, Any],
+    def post_once(self, entry: Entry[ItemT], call: Call, request: dict[str, Any],
                   send: Callable[[], Any]) -> Any | None:
         """Send a POST that has no lookup by external_id (rule 5). Passing failures before
         sending are retried; once in doubt it is never sent again: the item becomes
         ``unknown`` (and final) for a person to check, and None is returned."""
-        if entry.record.intent == step:  # sent by an earlier run, answer lost
-            self.update(entry, step="final", outcome="unknown", intent=None, error_code=None,
-                        error_message=f"the {step} was sent and its answer lost; check it at "
-                                      f"the provider before anything else")
+        if entry.record.intent == call:  # sent by an earlier run, answer lost
+            self.move(entry, lifecycle.unknown(
+                entry.record, None, f"the {call} was sent and its answer lost; check it at "
+                                    f"the provider before anything else"))
             return None
-        attempt = self.state.begin_attempt(self.run_id, entry.external_id, step, request,
+        intent = lifecycle.send(entry.record, call)
+        attempt = self.state.begin_attempt(self.run_id, entry.external_id, call, request,
                                            self.answer(entry))
-        entry.record.intent = step
+        entry.record.apply(intent)
         try:
             answer = self.policy.call(send, idempotent=False)
         except ProviderError as exc:
             if decide(exc, idempotent=False) is Decision.LOOKUP:
                 # The doubt ends with the item unknown and final, in one transaction: never
                 # a moment when the call looks answered and the item still to send.
-                unknown: ItemChanges = {
-                    "step": "final", "outcome": "unknown", "intent": None,
-                    "error_code": exc.code,
-                    "error_message": f"the {step} was sent and its answer lost "
-                                     f"({exc.message}); check it at the provider before "
-                                     f"anything else"}
+                unknown = lifecycle.unknown(
+                    entry.record, exc.code, f"the {call} was sent and its answer lost "
+                                            f"({exc.message}); check it at the provider "
+                                            f"before anything else")
                 self.state.end_attempt(attempt, entry.external_id, "in_doubt",
                                        http_status=exc.status, code=exc.code,
                                        message=exc.message, resolved=False, **unknown)
@@ -350,7 +364,7 @@ class Flow(Generic[ItemT, ClientT]):
         ``--include-unchanged``."""
         return False
 
-    def outcome_of(self, held: ItemChanges) -> str | None:
+    def outcome_of(self, held: ItemChanges) -> Outcome | None:
         """What a provider record (``found``'s) says of the money: ``settled``, ``failed``
         (final, nothing paid or the money given back), or None (on its way, or this kind
         cannot say), for `runner reconcile` to record."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.engine.fees import MARGIN, Corridor, Quote, could_matter, sample, stamp
 from runner.engine.flow import Flow
+from runner.lifecycle import PlanAction, Step
 
 if TYPE_CHECKING:
     from runner.engine.plan import PlannedItem
@@ -68,9 +69,9 @@ def draws_funds(p: PlannedItem, flow: Flow[Any, Any]) -> bool:
     record = p.record
     if not p.pays or p.price is None:
         return False
-    if p.action in ("new", "retry") or record is None:
+    if p.action in (PlanAction.NEW, PlanAction.RETRY) or record is None:
         return True
-    return record.step not in ("confirmed", "final") and record.intent != flow.commit_step
+    return record.step not in (Step.CONFIRMED, Step.FINAL) and record.intent != flow.commit_call
 
 
 def needs(flow: Flow[Any, Any], items: list[PlannedItem]) -> list[Need]:

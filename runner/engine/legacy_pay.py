@@ -28,6 +28,7 @@ import json
 from decimal import Decimal
 from typing import Any, Unpack
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow
 from runner.errors import (
     BusinessRefusal,
@@ -38,12 +39,12 @@ from runner.errors import (
     ProviderError,
 )
 from runner.job.merchant_payment import LegacyCredential, LegacyPayItem
+from runner.lifecycle import Call, Step
 from runner.provider.http import ext
 from runner.provider.legacy import LegacyPayClient
 from runner.provider.lookups import own
 from runner.state import ItemChanges, ItemRecord
 
-STEP = "pay"
 CARD = "CardNumber"
 
 
@@ -72,7 +73,7 @@ def merchant_order_id(entry: Entry[LegacyPayItem]) -> str:
 
 
 class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
-    commit_step = STEP
+    commit_call = Call.PAY
 
     def summary_of(self, item: LegacyPayItem) -> dict[str, Any]:
         card = next((c for c in item.Credentials if c.name == CARD), None)
@@ -89,7 +90,7 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         return item.model_copy(update={"Credentials": kept})
 
     def ready(self, entry: Entry[LegacyPayItem]) -> bool:
-        return entry.record.step == "new"
+        return entry.record.step == Step.NEW
 
     # ------------------------------------------------------------ the call
     def _order(self, entry: Entry[LegacyPayItem]) -> dict[str, Any]:
@@ -111,9 +112,9 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         values = [(c, c.value()) for c in item.Credentials]
         unset = [c.credential_env for c, value in values if value is None]
         if unset:  # checked by validation; the environment may have changed since
-            self.update(entry, outcome="failed", error_code="credential",
-                        error_message=f"environment variable {unset[0]} is not set; "
-                                      f"nothing was sent")
+            self.move(entry, lifecycle.refused(
+                entry.record, "credential", f"environment variable {unset[0]} is not set; "
+                                            f"nothing was sent"))
             return
         credentials = [{"name": c.name, "credential": value or ""} for c, value in values]
         shown = {"format": item.format, "PaymentOrder": order,
@@ -130,24 +131,22 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         base: ItemChanges = {"provider_ref": order_id, "source_currency": item.Currency,
                              "source_amount": Decimal(item.Amount)}
         try:
-            answer = self.post_once(entry, STEP, shown, send)
+            answer = self.post_once(entry, self.commit_call, shown, send)
         except PayRefused as exc:
-            self.update(entry, **(base | {
-                "step": "final", "outcome": "failed", "error_code": exc.code,
-                "error_message": exc.message, "status": exc.order_status,
-                "transaction_id": exc.payment_order_id,
-                "details": _details(order_id, exc.payment_order_id)}))
+            base.update({"status": exc.order_status, "transaction_id": exc.payment_order_id,
+                         "details": _details(order_id, exc.payment_order_id)})
+            self.move(entry, lifecycle.failed(entry.record, exc.code, exc.message), **base)
             return
         except BusinessRefusal as exc:
             if isinstance(exc, DuplicateWithoutLookup):
                 # This order id was paid before, maybe by this very item in a run whose
                 # state is lost: only a person can tell.
-                self.update(entry, **(base | {
-                    "step": "final", "outcome": "unknown", "error_code": exc.code,
-                    "details": _details(order_id, None),
-                    "error_message": f"the provider already holds a payment order with "
-                                     f"MerchantOrder.Id {order_id} ({exc.message}): check "
-                                     f"whether it is this item's before anything else"}))
+                base["details"] = _details(order_id, None)
+                self.move(entry, lifecycle.unknown(
+                    entry.record, exc.code, f"the provider already holds a payment order with "
+                                            f"MerchantOrder.Id {order_id} ({exc.message}): "
+                                            f"check whether it is this item's before anything "
+                                            f"else"), **base)
             else:
                 self._fail(entry, exc, **base)
             return
@@ -157,13 +156,12 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         if answer is None:
             self._unknown(entry, errors[-1] if errors else None, **base)
             return
-        self.update(entry, **(base | {
-            "step": "final", "outcome": "settled", "status": answer["Status"],
-            "transaction_id": answer["PaymentOrderId"], "error_code": None,
-            "error_message": None, "details": _details(order_id, answer["PaymentOrderId"])}))
+        base.update({"status": answer["Status"], "transaction_id": answer["PaymentOrderId"],
+                     "details": _details(order_id, answer["PaymentOrderId"])})
+        self.move(entry, lifecycle.settled(entry.record), **base)
 
     def _unknown(self, entry: Entry[LegacyPayItem], error: ProviderError | None,
-                 **values: Unpack[ItemChanges]) -> None:
+                 **facts: Unpack[ItemChanges]) -> None:
         order_id = merchant_order_id(entry)
         number = error.payment_order_id if isinstance(error, PayAnswered) else None
         if isinstance(error, PayStatusUnknown):
@@ -173,13 +171,12 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
         else:
             what = "the Pay was sent and its answer was never recorded (the run ended)"
         order = f"PaymentOrderId {number}, " if number is not None else ""
-        self.update(entry, **(values | {
-            "step": "final", "outcome": "unknown", "intent": None,
-            "error_code": error.code if error is not None else None,
-            "transaction_id": number, "details": _details(order_id, number),
-            "error_message": f"{what}: whether it paid is unknown. Check the payment "
-                             f"order ({order}MerchantOrder.Id {order_id}) at the "
-                             f"provider; runner never sends this Pay again"}))
+        facts.update({"transaction_id": number, "details": _details(order_id, number)})
+        self.move(entry, lifecycle.unknown(
+            entry.record, error.code if error is not None else None,
+            f"{what}: whether it paid is unknown. Check the payment order ({order}"
+            f"MerchantOrder.Id {order_id}) at the provider; runner never sends this Pay "
+            f"again"), **facts)
 
     def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
         """The Pay has no lookup, but the payment order it makes is the collection service's,
@@ -201,10 +198,10 @@ class LegacyPayFlow(Flow[LegacyPayItem, LegacyPayClient]):
 
     def settle_doubt(self, entry: Entry[LegacyPayItem]) -> None:
         """A Pay in flight when a run ended: rule 5, nothing is sent, a person checks."""
-        if entry.record.intent != STEP:
+        if entry.record.intent != self.commit_call:
             return
         for attempt in self.state.attempts(entry.external_id):  # the intent stays until
-            if attempt.step == STEP and attempt.finished_at is None:  # the item is unknown
+            if attempt.step == self.commit_call and attempt.finished_at is None:  # unknown
                 self.state.end_attempt(attempt.id, entry.external_id, "in_doubt",
                                        message="the run ended before the answer was recorded",
                                        resolved=False)

@@ -27,6 +27,7 @@ from runner.cards import mask
 from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.merchant_payment import MerchantPaymentItem
+from runner.lifecycle import Call
 from runner.provider.merchant_payment import MerchantPaymentClient
 from runner.state import ItemChanges
 
@@ -42,7 +43,7 @@ def payment_details(payment: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]):
-    created = "payment"
+    created = Call.PAYMENT
     quotation_fields = frozenset({"payment_method_id", "mode", "payment", "collection"})
     def summary_of(self, item: MerchantPaymentItem) -> dict[str, Any]:
         ident = item.debit_party_identifier.model_dump(exclude_none=True)

@@ -36,6 +36,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NoReturn, Unpack
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow
 from runner.errors import (
     BusinessRefusal,
@@ -45,6 +46,7 @@ from runner.errors import (
     ReferenceTaken,
 )
 from runner.job.collection import OnboardingItem
+from runner.lifecycle import Call, Changes, Reason, State, Step
 from runner.provider.lookups import own
 from runner.provider.onboarding import OnboardingClient
 from runner.state import ItemChanges, ItemRecord
@@ -65,7 +67,7 @@ def _visible(fetch: Callable[[str], Any | None], ref: str) -> Callable[[], Any |
 
 
 class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
-    commit_step = "account"
+    commit_call = Call.ACCOUNT
 
     def summary_of(self, item: OnboardingItem) -> dict[str, Any]:
         company = item.company.name if item.company is not None else item.company_id
@@ -75,8 +77,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
         return {"beneficiary": item.merchant.name, "identifier": identifier}
 
     def needs_prepare(self, entry: Entry[OnboardingItem]) -> bool:
-        return entry.record.step != "final" and entry.record.outcome in (
-            "pending", "failed", "awaiting_confirm")
+        return lifecycle.state(entry.record) in lifecycle.SENDABLE | {State.IN_DOUBT}
 
     def found(self, record: ItemRecord, ref: str | None = None) -> ItemChanges | None:
         """The merchant, by its merchant_external_id (the item's external_id): the link that
@@ -90,11 +91,13 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
     def chain(self, entry: Entry[OnboardingItem]) -> dict[str, Any]:
         return dict(json.loads(entry.record.details or "{}"))
 
-    def _keep(self, entry: Entry[OnboardingItem], chain: dict[str, Any], reached: str,
-              **values: Unpack[ItemChanges]) -> None:
-        self.update(entry, **({"error_code": None, "error_message": None} | values | {
-            "step": reached, "intent": None, "details": json.dumps(chain),
-            "status": reached if reached != "final" else "onboarded"}))
+    def _keep(self, entry: Entry[OnboardingItem], chain: dict[str, Any], changes: Changes,
+              **facts: Unpack[ItemChanges]) -> None:
+        """The chain so far, with the link reached (``changes``: its move)."""
+        reached = changes["step"]
+        facts.update({"details": json.dumps(chain),
+                      "status": "onboarded" if reached == Step.FINAL else reached})
+        self.move(entry, changes, **facts)
 
     def prepare(self, entry: Entry[OnboardingItem]) -> None:
         item = entry.item
@@ -106,30 +109,30 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
         if item.account is not None and "account_label" not in chain and \
                 not self._account(entry, chain):
             return
-        self._keep(entry, chain, "final", outcome="settled", provider_ref=entry.external_id,
-                   error_code=None, error_message=None)
+        self._keep(entry, chain, lifecycle.settled(entry.record),
+                   provider_ref=entry.external_id)
 
-    def _make(self, entry: Entry[OnboardingItem], step: str, what: str, body: dict[str, Any],
+    def _make(self, entry: Entry[OnboardingItem], call: Call, what: str, body: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any | None:
         """The link made or found (None: the item failed). A link in doubt from an earlier
         run is looked up first; a name already used is looked up, for the caller to adopt
         what it finds or call it a conflict. Another integrator's link (``what``, as
         "company 'Acme'") is a conflict here."""
-        link = self._made_or_found(entry, step, body, send, lookup)
+        link = self._made_or_found(entry, call, body, send, lookup)
         if link is not None and FOREIGN in link:
             self._conflict(entry, f"{what} exists and is another integrator's "
                                   f"({link[FOREIGN]})")
         return link
 
-    def _made_or_found(self, entry: Entry[OnboardingItem], step: str, body: dict[str, Any],
+    def _made_or_found(self, entry: Entry[OnboardingItem], call: Call, body: dict[str, Any],
                        send: Callable[[], Any], lookup: Callable[[], Any | None]
                        ) -> Any | None:
-        if entry.record.intent == step:
+        if entry.record.intent == call:
             found = self.read(lookup)
             if found is not None:
                 return found
         try:
-            return self._post(entry, step, body, send, lookup)
+            return self._post(entry, call, body, send, lookup)
         except ReferenceTaken as exc:
             try:
                 found = self.read(lookup)
@@ -142,22 +145,21 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
             self._fail(entry, exc)
         return None
 
-    def _asked(self, entry: Entry[OnboardingItem], step: str) -> bool:
-        """True when a POST of ``step`` for this item may have made something: it was
+    def _asked(self, entry: Entry[OnboardingItem], call: Call) -> bool:
+        """True when a POST of ``call`` for this item may have made something: it was
         answered, or its answer was lost (a refusal made nothing)."""
-        return any(a.step == step and a.result in (None, "ok", "in_doubt")
+        return any(a.step == call and a.result in (None, "ok", "in_doubt")
                    for a in self.state.attempts(entry.external_id))
 
     def _conflict(self, entry: Entry[OnboardingItem], message: str) -> NoReturn:
-        self.update(entry, outcome="conflict", error_code="conflict", intent=None,
-                    error_message=message)
+        self.move(entry, lifecycle.conflict(entry.record, Reason.CONFLICT, message))
         raise ItemConflict(entry.external_id)
 
     def _company(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
         item = entry.item
         if item.company is None:  # an existing company: the chain starts at the merchant
             chain["company_id"] = item.company_id
-            self._keep(entry, chain, "company", outcome="pending")
+            self._keep(entry, chain, lifecycle.answered(entry.record, Step.COMPANY))
             return True
         name = item.company.name
         body = {"template_id": item.company.template_id, "name": name}
@@ -168,12 +170,12 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
             return found if found is not None and FOREIGN in found else \
                 own(found, "name", name, "company")
 
-        company = self._make(entry, "company", f"company {name!r}", body,
+        company = self._make(entry, Call.COMPANY, f"company {name!r}", body,
                              lambda: self.client.create_company(body), lookup)
         if company is None:
             return False
         chain.update(company_id=company["id"])
-        self._keep(entry, chain, "company", outcome="pending")
+        self._keep(entry, chain, lifecycle.answered(entry.record, Step.COMPANY))
         return True
 
     def _merchant(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
@@ -191,7 +193,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
             return found if found is not None and FOREIGN in found else \
                 own(found, "merchant_external_id", ref, "merchant")
 
-        merchant = self._make(entry, "merchant", f"merchant {ref!r}", body,
+        merchant = self._make(entry, Call.MERCHANT, f"merchant {ref!r}", body,
                               lambda: self.client.create_merchant(body), lookup)
         if merchant is None:
             return False
@@ -203,7 +205,7 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
             self._conflict(entry, f"merchant {ref!r} at the provider is not this item's: "
                                   f"{differ}")
         chain.update(merchant_id=merchant["id"], merchant_currency=merchant.get("currency"))
-        self._keep(entry, chain, "merchant", outcome="pending")
+        self._keep(entry, chain, lifecycle.answered(entry.record, Step.MERCHANT))
         return True
 
     def _account(self, entry: Entry[OnboardingItem], chain: dict[str, Any]) -> bool:
@@ -216,13 +218,13 @@ class OnboardingFlow(Flow[OnboardingItem, OnboardingClient]):
         if account.payout_bank_accounts is not None:
             body["payout_bank_accounts"] = [b.model_dump(exclude_none=True)
                                             for b in account.payout_bank_accounts]
-        made = self._make(entry, "account", f"account {label!r}", body,
+        made = self._make(entry, Call.ACCOUNT, f"account {label!r}", body,
                           lambda: self.client.create_account(body),
                           _visible(self.client.account_balances, label))
         if made is None:
             return False
         if "id" not in made:  # found by its balances: all the document lets us compare
-            if not self._asked(entry, "account"):
+            if not self._asked(entry, Call.ACCOUNT):
                 self._conflict(entry, f"an account labelled {label!r} exists, and this item "
                                       f"never asked for one: it is not this item's")
             currencies = {b["balance"]["currency"] for b in made.get("balances") or []}

@@ -31,9 +31,11 @@ import threading
 from decimal import Decimal
 from typing import Any
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow, Run
 from runner.errors import NoLookup, ProviderError
 from runner.job.collection import OperationItem
+from runner.lifecycle import Call, Outcome, Step
 from runner.provider.collection import CollectionClient, reused_external_id
 from runner.state import ItemChanges, ItemRecord
 from runner.validation.collection import (
@@ -47,7 +49,7 @@ FAILED = {"FAILED", "REFUSED", "ERROR", "CANCELLED", "REJECTED"}
 
 
 class OperationFlow(Flow[OperationItem, CollectionClient]):
-    operation = ""  # charge | refund | cancel: the step, the path
+    operation = ""  # charge | refund | cancel: the path, and the call (``commit_call``)
 
     def __init__(self, client: CollectionClient, run: Run) -> None:
         super().__init__(client, run)
@@ -60,10 +62,10 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
 
     def needs_prepare(self, entry: Entry[OperationItem]) -> bool:
         # One in doubt is the look-up phase's: it must not be checked (it may have been made).
-        return entry.record.step == "new" and not entry.record.intent
+        return entry.record.step == Step.NEW and not entry.record.intent
 
     def ready(self, entry: Entry[OperationItem]) -> bool:
-        return entry.record.step == "new" and bool(entry.record.provider_ref)
+        return entry.record.step == Step.NEW and bool(entry.record.provider_ref)
 
     # ------------------------------------------------------------ steps
     def _order(self, entry: Entry[OperationItem]) -> dict[str, Any] | None:
@@ -74,8 +76,9 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
             item.payment_order_id, item.payment_order_external_id))
         if order is None:
             given = item.payment_order_id or item.payment_order_external_id
-            self.update(entry, outcome="failed", provider_ref=None, error_code="1000404",
-                        error_message=f"no payment order {given!r} at the provider")
+            self.move(entry, lifecycle.refused(entry.record, "1000404",
+                                               f"no payment order {given!r} at the provider"),
+                      provider_ref=None)
         return order
 
     def _refused(self, entry: Entry[OperationItem], order: dict[str, Any]) -> bool:
@@ -99,8 +102,8 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
                     f"remains to {pool} on payment order {order['id']}: {left} {currency}")
         if why is None:
             return False
-        self.update(entry, outcome="failed", error_code=code, error_message=why,
-                    provider_ref=None, status=order["status"])
+        self.move(entry, lifecycle.refused(entry.record, code, why), provider_ref=None,
+                  status=order["status"])
         return True
 
     def prepare(self, entry: Entry[OperationItem]) -> None:
@@ -109,11 +112,10 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         order = self._order(entry)
         if order is None or self._refused(entry, order):
             return
-        changes = _amounts(REQUESTED_SIDE[self.operation], entry.item.requested.currency,
-                           entry.item.requested.amount)
-        changes.update({"provider_ref": order["id"], "outcome": "pending",
-                        "error_code": None, "error_message": None, "status": order["status"]})
-        self.update(entry, **changes)
+        facts = _amounts(REQUESTED_SIDE[self.operation], entry.item.requested.currency,
+                         entry.item.requested.amount)
+        facts.update({"provider_ref": order["id"], "status": order["status"]})
+        self.move(entry, lifecycle.checked(entry.record), **facts)
 
     def _lock(self, order_id: str) -> threading.Lock:
         with self._guard:
@@ -141,16 +143,16 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         if item.custom_data is not None:
             body["custom_data"] = item.custom_data
         try:
-            answer = self.post_once(entry, self.operation, body,
+            answer = self.post_once(entry, self.commit_call, body,
                                     lambda: self.client.operate(self.operation, order["id"],
                                                                 body))
         except ProviderError as exc:
             if reused_external_id(exc):
-                self.update(entry, outcome="unknown", step="final", error_code=exc.code,
-                            error_message=f"the provider already holds an operation with "
-                                          f"external_id {entry.external_id} (made by an "
-                                          f"earlier run whose state was lost?); check it at "
-                                          f"the provider: it is not sent again")
+                self.move(entry, lifecycle.unknown(
+                    entry.record, exc.code, f"the provider already holds an operation with "
+                                            f"external_id {entry.external_id} (made by an "
+                                            f"earlier run whose state was lost?); check it at "
+                                            f"the provider: it is not sent again"))
             else:
                 self._fail(entry, exc)
             return
@@ -168,28 +170,25 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         return values
 
     def _status(self, entry: Entry[OperationItem], operation: dict[str, Any]) -> None:
-        values = self._held(operation)
-        status = values.get("status") or ""
-        values.update({"step": "confirmed", "intent": None})
+        facts = self._held(operation)
+        status, record = facts.get("status") or "", entry.record
         if status == "DONE":
-            values.update({"step": "final", "outcome": "settled", "error_code": None,
-                           "error_message": None})
+            changes = lifecycle.settled(record)
         elif status.upper() in FAILED:
-            values.update({"step": "final", "outcome": "failed", "error_code": status,
-                           "error_message": f"{self.operation} {operation['id']} ended "
-                                            f"{status}"})
+            changes = lifecycle.failed(record, status,
+                                       f"{self.operation} {operation['id']} ended {status}")
         else:
-            values.update({"outcome": "pending", "error_code": None, "error_message": None,
-                           "status_message": f"{status}: not final yet"})
-        self.update(entry, **values)
+            changes = lifecycle.confirmed(record)
+            facts["status_message"] = f"{status}: not final yet"
+        self.move(entry, changes, **facts)
 
     def settle_doubt(self, entry: Entry[OperationItem]) -> None:
         """Rule 5: an operation sent by an earlier run whose answer was lost has no lookup:
         it becomes ``unknown`` for a person, and is never sent again."""
-        if entry.record.intent == self.operation:
-            self.update(entry, outcome="unknown", intent=None, step="final",
-                        error_message=f"the {self.operation} was sent and its answer lost; "
-                                      f"check it at the provider before anything else")
+        if entry.record.intent == self.commit_call:
+            self.move(entry, lifecycle.unknown(
+                entry.record, None, f"the {self.operation} was sent and its answer lost; "
+                                    f"check it at the provider before anything else"))
 
     def _fetch(self, operation_id: int | str) -> Any:
         fetch = self.client.refund_operation if self.operation == "refund" else \
@@ -201,7 +200,7 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         operation never sent holds nothing; one sent whose answer was lost cannot be read."""
         if record.transaction_id is not None:
             return self._held(self._fetch(record.transaction_id))
-        if record.outcome == "unknown" or record.intent:
+        if record.outcome == Outcome.UNKNOWN or record.intent:
             raise NoLookup(f"the {self.operation} has no id (its answer was lost) and the "
                            f"service no lookup by external_id: check payment order "
                            f"{record.provider_ref or '?'} at the provider by hand")
@@ -212,7 +211,7 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         assert operation_id is not None  # polled once confirmed: the answer gave its id
         operation = self._fetch(operation_id)
         self._status(entry, operation)
-        return entry.record.step == "final"
+        return entry.record.step == Step.FINAL
 
 
 def _amounts(side: str, currency: str, amount: Decimal) -> ItemChanges:
@@ -223,12 +222,12 @@ def _amounts(side: str, currency: str, amount: Decimal) -> ItemChanges:
 
 
 class ChargeFlow(OperationFlow):
-    operation = commit_step = "charge"
+    operation, commit_call = "charge", Call.CHARGE
 
 
 class RefundFlow(OperationFlow):
-    operation = commit_step = "refund"
+    operation, commit_call = "refund", Call.REFUND
 
 
 class CancelFlow(OperationFlow):
-    operation = commit_step = "cancel"
+    operation, commit_call = "cancel", Call.CANCEL

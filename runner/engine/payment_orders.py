@@ -37,6 +37,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
+from runner import lifecycle
 from runner.cards import mask
 from runner.engine.flow import Entry, Flow
 from runner.errors import (
@@ -48,6 +49,7 @@ from runner.errors import (
     QuotationExpired,
 )
 from runner.job.collection import PaymentOrderItem
+from runner.lifecycle import Call, Reason, Step
 from runner.provider.collection import CollectionClient
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
@@ -78,7 +80,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
-    commit_step = "payment_order"
+    commit_call = Call.PAYMENT_ORDER
 
     def summary_of(self, item: PaymentOrderItem) -> dict[str, Any]:
         info = item.payment_information
@@ -104,11 +106,11 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
         return item.model_copy(update={"payment_information": kept})
 
     def needs_prepare(self, entry: Entry[PaymentOrderItem]) -> bool:
-        return entry.item.quotation is not None and entry.record.step == "new"
+        return entry.item.quotation is not None and entry.record.step == Step.NEW
 
     def ready(self, entry: Entry[PaymentOrderItem]) -> bool:
         step = entry.record.step
-        return step == "quoted" or (step == "new" and entry.item.quotation is None)
+        return step == Step.QUOTED or (step == Step.NEW and entry.item.quotation is None)
 
     def commit(self, entry: Entry[PaymentOrderItem]) -> None:
         self.create(entry)
@@ -134,9 +136,10 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
         quotation: dict[str, Any] | None = None
         self.close(entry)
         for _ in range(self.policy.attempts):
-            attempt = self.state.begin_attempt(self.run_id, entry.external_id, "quotation",
-                                               body)
-            entry.record.intent = "quotation"
+            intent = lifecycle.send(entry.record, Call.QUOTATION)
+            attempt = self.state.begin_attempt(self.run_id, entry.external_id,
+                                               Call.QUOTATION, body)
+            entry.record.apply(intent)
             try:
                 quotation = self.policy.call(lambda: self.client.create_quotation(body),
                                              idempotent=False)
@@ -155,15 +158,13 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             break
         else:
             raise ItemInDoubt(f"quotation: no answer after {self.policy.attempts} tries")
-        values: ItemChanges = {} if quotation is None else {
-            **self._amounts(quotation), "quotation_id": quotation["id"],
-            "expires_at": quotation["expiration_date"]}
-        values.update({"step": "quoted", "intent": None, "outcome": "pending",
-                       "provider_ref": entry.external_id, "error_code": None,
-                       "error_message": None})
-        values.setdefault("quotation_id", None)
-        values.setdefault("expires_at", None)
-        self.update(entry, **values)
+        facts: ItemChanges = {"provider_ref": entry.external_id, "quotation_id": None,
+                              "expires_at": None}
+        if quotation is not None:
+            facts.update(self._amounts(quotation))
+            facts.update({"quotation_id": quotation["id"],
+                          "expires_at": quotation["expiration_date"]})
+        self.move(entry, lifecycle.answered(entry.record, Step.QUOTED), **facts)
         return True
 
     def _expired(self, entry: Entry[PaymentOrderItem]) -> bool:
@@ -172,14 +173,13 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             "%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > expires
 
     def _next_attempt(self, entry: Entry[PaymentOrderItem]) -> None:
-        self.update(entry, step="new", intent=None, quotation_id=None, expires_at=None,
-                    attempt=entry.record.attempt + 1)
+        self.move(entry, lifecycle.expired(entry.record), quotation_id=None, expires_at=None)
 
     # ------------------------------------------------------------ the order
     def create(self, entry: Entry[PaymentOrderItem]) -> None:
         """Create the order (quoting first, again after an expiry, when the item says so)."""
-        while entry.record.step in ("new", "quoted"):
-            if entry.record.step == "new" and entry.item.quotation is not None:
+        while entry.record.step in (Step.NEW, Step.QUOTED):
+            if entry.record.step == Step.NEW and entry.item.quotation is not None:
                 if not self._quote(entry):
                     return
             elif not self._create_once(entry):
@@ -193,7 +193,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             return self.client.find_payment_order_by_external_id(external_id)
 
         found = None
-        if entry.record.intent == self.commit_step:
+        if entry.record.intent == self.commit_call:
             found = self.read(lookup)
         elif item.quotation is not None and self._expired(entry):
             self._next_attempt(entry)  # no order was asked from this quotation
@@ -212,7 +212,7 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             def send() -> Any:
                 return self.client.create_payment_order_from_quotation(quotation, body)
         try:
-            order = found or self._post(entry, self.commit_step, redacted(body), send, lookup)
+            order = found or self._post(entry, self.commit_call, redacted(body), send, lookup)
         except BusinessRefusal as exc:
             if item.quotation is not None and isinstance(exc, QuotationExpired):
                 self._next_attempt(entry)  # proved not created: a new quotation may be asked
@@ -234,10 +234,10 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
     def _check(self, entry: Entry[PaymentOrderItem], order: dict[str, Any]) -> None:
         """Adopt what the provider holds only when it is this item; else a conflict."""
         if not self._matches(entry.item, entry.external_id, order):
-            self.update(entry, outcome="conflict", error_code="conflict", intent=None,
-                        transaction_id=order.get("id"),
-                        error_message=f"payment order {entry.external_id} at the provider "
-                                      f"({order.get('id')}) does not match this item")
+            self.move(entry, lifecycle.conflict(
+                entry.record, Reason.CONFLICT, f"payment order {entry.external_id} at the "
+                                               f"provider ({order.get('id')}) does not match "
+                                               f"this item"), transaction_id=order.get("id"))
             raise ItemConflict(entry.external_id)
 
     @staticmethod
@@ -281,36 +281,33 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
 
     def _status(self, entry: Entry[PaymentOrderItem], order: dict[str, Any],
                 code: str | None = None, message: str | None = None) -> None:
-        status = order["status"]
-        values = self._amounts(order)
-        values.update({"step": "confirmed", "intent": None, "transaction_id": order["id"],
-                       "provider_ref": entry.external_id, "status": status})
+        status, record = order["status"], entry.record
+        facts = self._amounts(order)
+        facts.update({"transaction_id": order["id"], "provider_ref": entry.external_id,
+                      "status": status, "status_message": None})
         if order.get("payment_url"):
-            values["details"] = json.dumps({"payment_url": order["payment_url"]})
+            facts["details"] = json.dumps({"payment_url": order["payment_url"]})
         if status in SETTLED:
-            values.update({"step": "final", "outcome": "settled", "error_code": None,
-                           "error_message": None, "status_message": None})
+            changes = lifecycle.settled(record)
         elif status in FAILED:
-            values.update({"step": "final", "outcome": "failed", "error_code": code or status,
-                           "error_message": message or f"payment order {order['id']} ended "
-                                                       f"{status}", "status_message": None})
+            changes = lifecycle.failed(record, code or status, message or (
+                f"payment order {order['id']} ended {status}"))
         else:
+            changes = lifecycle.confirmed(record)
             waiting = status == "Created" and order.get("integration_mode") == "REDIRECT"
-            values.update({"outcome": "pending", "error_code": None, "error_message": None,
-                           "status_message": "awaiting the buyer at the payment page "
-                                             "(payment_url)" if waiting
-                           else f"{status}: not final yet"})
-        self.update(entry, **values)
+            facts["status_message"] = "awaiting the buyer at the payment page (payment_url)" \
+                if waiting else f"{status}: not final yet"
+        self.move(entry, changes, **facts)
 
     def settle_doubt(self, entry: Entry[PaymentOrderItem]) -> None:
         """A creation whose answer was lost: found -> adopted (or a conflict); clearly not
         found -> the doubt is over, the same POST may go again."""
-        if entry.record.intent != self.commit_step:
+        if entry.record.intent != self.commit_call:
             return
         order = self.read(lambda: self.client.find_payment_order_by_external_id(
             entry.external_id))
         if order is None:
-            self.update(entry, intent=None)
+            self.move(entry, lifecycle.not_found(entry.record))
             return
         self._check(entry, order)
         self._status(entry, order)
@@ -329,4 +326,4 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
             entry.external_id))
         if order is not None:
             self._status(entry, order)
-        return entry.record.step == "final"
+        return entry.record.step == Step.FINAL

@@ -23,8 +23,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NoReturn, TypeVar
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow, ItemT
 from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
+from runner.lifecycle import Call, Outcome, Reason, State, Step
 from runner.provider.http import ext
 from runner.provider.quoted import QuotedServiceClient
 from runner.state import ItemChanges, ItemRecord
@@ -51,7 +53,7 @@ def same_amount(a: Any, b: Any) -> bool:
 
 
 class QuotedFlow(Flow[ItemT, ClientT]):
-    created = ""  # "transaction", "payment": the intent name of the creation
+    created: Call  # the creation's call: a transaction, a payment
     quotation_fields: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------ what a subclass says
@@ -71,18 +73,18 @@ class QuotedFlow(Flow[ItemT, ClientT]):
 
     # ------------------------------------------------------------ the engine's calls
     def needs_prepare(self, entry: Entry[ItemT]) -> bool:
-        return entry.record.step in ("new", "quoted")
+        return entry.record.step in (Step.NEW, Step.QUOTED)
 
     def ready(self, entry: Entry[ItemT]) -> bool:
-        return entry.record.step == "created"
+        return entry.record.step == Step.CREATED
 
     def commit(self, entry: Entry[ItemT]) -> None:
         self.confirm(entry)
 
     def prepare(self, entry: Entry[ItemT]) -> None:
         """Quote and create (steps new -> quoted -> created)."""
-        while entry.record.step in ("new", "quoted"):
-            if entry.record.step == "new":
+        while entry.record.step in (Step.NEW, Step.QUOTED):
+            if entry.record.step == Step.NEW:
                 if not self._quote(entry):
                     return
             elif not self._create(entry):
@@ -90,10 +92,10 @@ class QuotedFlow(Flow[ItemT, ClientT]):
 
     def confirm(self, entry: Entry[ItemT]) -> None:
         """Confirm what was created (the money moves); -rN after an expiry."""
-        while entry.record.step in ("new", "quoted", "created"):
-            if entry.record.step != "created":
+        while entry.record.step in (Step.NEW, Step.QUOTED, Step.CREATED):
+            if entry.record.step != Step.CREATED:
                 self.prepare(entry)
-                if entry.record.step != "created":
+                if entry.record.step != Step.CREATED:
                     return
             if not self._confirm_once(entry):
                 return
@@ -101,20 +103,20 @@ class QuotedFlow(Flow[ItemT, ClientT]):
     def settle_doubt(self, entry: Entry[ItemT]) -> None:
         """Resolve a confirm whose answer was lost, by lookup, without confirming anything:
         confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
-        if entry.record.intent != "confirm":
+        if entry.record.intent != Call.CONFIRM:
             return
         obj = self.read(lambda: self.client.find_made(entry.ref))
         if obj is not None and obj["status"] != CREATED:
-            self._status(entry, obj, step="confirmed")
+            self._status(entry, obj)
         elif obj is not None:
-            self.update(entry, intent=None)
+            self.move(entry, lifecycle.not_found(entry.record))
 
     def poll(self, entry: Entry[ItemT]) -> bool:
         """Read the status once; True when the item is final."""
         obj = self.read(lambda: self.client.find_made(entry.ref))
         if obj is not None:
-            self._status(entry, obj, step="confirmed")
-        return entry.record.step == "final"
+            self._status(entry, obj)
+        return entry.record.step == Step.FINAL
 
     # ------------------------------------------------------------ steps
     def _quote(self, entry: Entry[ItemT]) -> bool:
@@ -122,10 +124,10 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         body = {"external_id": ref,
                 **entry.item.model_dump(include=set(self.quotation_fields), exclude_none=True)}
         found = None
-        if entry.record.intent == "quotation":
+        if entry.record.intent == Call.QUOTATION:
             found = self.read(lambda: self.client.find_quotation(ref))
         try:
-            quotation = found or self._post(entry, "quotation", body,
+            quotation = found or self._post(entry, Call.QUOTATION, body,
                                             lambda: self.client.create_quotation(body),
                                             lambda: self.client.find_quotation(ref))
         except ProviderError as exc:
@@ -133,17 +135,15 @@ class QuotedFlow(Flow[ItemT, ClientT]):
             return False
         if not self.quotation_matches(entry, quotation):
             self._conflict(entry, f"quotation {ref} at the provider does not match this item")
-        changes = self.quoted(quotation)
-        changes.update({"step": "quoted", "intent": None, "quotation_id": quotation["id"],
-                        "provider_ref": ref, "expires_at": quotation["expiration_date"],
-                        "outcome": "pending", "error_code": None, "error_message": None})
-        self.update(entry, **changes)
+        facts = self.quoted(quotation)
+        facts.update({"quotation_id": quotation["id"], "provider_ref": ref,
+                      "expires_at": quotation["expiration_date"]})
+        self.move(entry, lifecycle.answered(entry.record, Step.QUOTED), **facts)
         return True
 
     def _conflict(self, entry: Entry[ItemT], message: str) -> NoReturn:
         # The doubt is over: what the provider holds is known, and it is not this item.
-        self.update(entry, outcome="conflict", error_code="conflict", intent=None,
-                    error_message=message)
+        self.move(entry, lifecycle.conflict(entry.record, Reason.CONFLICT, message))
         raise ItemConflict(entry.external_id)
 
     def _expired(self, entry: Entry[ItemT]) -> bool:
@@ -153,8 +153,8 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock())) > expires
 
     def _next_attempt(self, entry: Entry[ItemT]) -> None:
-        self.update(entry, step="new", intent=None, attempt=entry.record.attempt + 1,
-                    quotation_id=None, transaction_id=None)
+        self.move(entry, lifecycle.expired(entry.record), quotation_id=None,
+                  transaction_id=None)
 
     def _create(self, entry: Entry[ItemT]) -> bool:
         ref = entry.ref
@@ -179,35 +179,38 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         if obj["external_id"] != ref or not self.object_matches(entry, obj):
             self._conflict(entry, f"{self.created} {ref} at the provider does not match "
                                   f"this item")
-        self._status(entry, obj, step="created")
+        self._status(entry, obj, made=True)
         return True
 
-    def _status(self, entry: Entry[ItemT], obj: dict[str, Any], step: str) -> None:
-        klass = str(obj["status_class"])
-        values: ItemChanges = {"step": step, "intent": None, "transaction_id": obj["id"],
-                               "status": obj["status"], "status_class": klass,
-                               "status_message": obj["status_message"], **self.kept(obj)}
-        if klass in FINAL_CLASSES:
-            values["step"] = "final"
-            values["outcome"] = "settled" if klass == "7" else "failed"
-            values["error_code"] = None if klass == "7" else obj["status"]
-            values["error_message"] = None if klass == "7" else obj["status_message"]
-        else:  # made, or confirmed: on its way, whatever an earlier refusal or withheld
-            values.update({"outcome": "pending", "error_code": None,  # confirm said
-                           "error_message": None})
-        self.update(entry, **values)
+    def _status(self, entry: Entry[ItemT], obj: dict[str, Any], made: bool = False) -> None:
+        """The item as the provider's object shows it: final (settled by COMPLETED, failed
+        by a rejection, a decline, a reversal or a cancellation), else made (its confirm to
+        come) or confirmed (on its way)."""
+        record, klass = entry.record, str(obj["status_class"])
+        if klass == "7":
+            changes = lifecycle.settled(record)
+        elif klass in FINAL_CLASSES:
+            changes = lifecycle.failed(record, obj["status"], obj["status_message"])
+        elif made:
+            changes = lifecycle.answered(record, Step.CREATED)
+        else:
+            changes = lifecycle.confirmed(record)
+        facts: ItemChanges = {"transaction_id": obj["id"], "status": obj["status"],
+                              "status_class": klass, "status_message": obj["status_message"]}
+        facts.update(self.kept(obj))
+        self.move(entry, changes, **facts)
 
     def _confirm_once(self, entry: Entry[ItemT]) -> bool:
         """One confirm; True when a new attempt (-rN) was started and needs confirming."""
         ref = entry.ref
         find: Callable[[], Any] = lambda: self.client.find_made(ref)  # noqa: E731
-        if entry.record.intent == "confirm":
+        if entry.record.intent == Call.CONFIRM:
             obj = self.read(find)
             if obj is not None and obj["status"] != CREATED:
-                self._status(entry, obj, step="confirmed")
+                self._status(entry, obj)
                 return False
         try:
-            obj = self._post(entry, "confirm", {self.created: ref},
+            obj = self._post(entry, Call.CONFIRM, {self.created: ref},
                              lambda: self.client.confirm(ext(ref), ref),
                              lambda: self._confirmed_or_none(ref))
         except AlreadyConfirmed:
@@ -220,22 +223,22 @@ class QuotedFlow(Flow[ItemT, ClientT]):
             if obj is None or str(obj["status_class"]) not in FINAL_CLASSES:
                 self._fail(entry, exc)
                 return False
-        self._status(entry, obj, step="confirmed")
+        self._status(entry, obj)
         return False
 
     # ------------------------------------------------------------ retries, reconciliation
     def retryable(self, record: ItemRecord) -> bool:
-        return (record.step == "final" and record.outcome == "failed"
+        return (lifecycle.state(record) is State.FAILED
                 and record.status_class in UNPAID_CLASSES and not record.earlier_paid)
 
     def transient(self, record: ItemRecord) -> bool:
         return record.status in TRANSIENT
 
-    def outcome_of(self, held: ItemChanges) -> str | None:
+    def outcome_of(self, held: ItemChanges) -> Outcome | None:
         klass = str(held.get("status_class"))
         if klass == "7":
-            return "settled"
-        return "failed" if klass in FINAL_CLASSES else None
+            return Outcome.SETTLED
+        return Outcome.FAILED if klass in FINAL_CLASSES else None
 
     def unpaid(self, record: ItemRecord, ref: str | None = None) -> str | None:
         ref = ref or record.ref

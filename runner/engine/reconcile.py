@@ -33,9 +33,11 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from runner import lifecycle
 from runner.engine.flow import Flow
 from runner.errors import ItemInDoubt, NoLookup, OtherRecord
 from runner.job import Job, ValidItem, iter_items
+from runner.lifecycle import Outcome, State, Step
 from runner.state import (
     EarlierPaid,
     ItemChanges,
@@ -167,7 +169,7 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     for record, (held, differences) in zip([*records, *stubs], found, strict=True):
         result.compared += 1
         result.differences += differences
-        if record.outcome == "settled" and record.source_currency:
+        if record.outcome == Outcome.SETTLED and record.source_currency:
             total = sums.setdefault(record.source_currency, [0, Decimal(0), Decimal(0)])
             total[0] += 1
             total[1] += _cost(record.source_amount, record.fee)
@@ -182,7 +184,7 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
             result.differences.append(Difference(currency, None, "", "total",
                                                  f"{in_state:,}", f"{at_provider:,}"))
     for balance, in_state, booked in flow.booked([r for r in records
-                                                  if r.outcome == "settled"]):
+                                                  if r.outcome == Outcome.SETTLED]):
         result.booked.append(Booked(balance, in_state, booked))
         if in_state != booked:
             result.differences.append(Difference(balance, None, "", "statement",
@@ -202,10 +204,10 @@ def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord
     try:
         held = flow.found(record)
     except OtherRecord as exc:  # what the lookup answered is another's (rule 8)
-        return None, [differs(OTHER, record.state, str(exc))]
+        return None, [differs(OTHER, lifecycle.shown(record), str(exc))]
     except (NoLookup, ItemInDoubt) as exc:
-        return None, [differs("not compared", record.state, str(exc))]
-    made = record.transaction_id is not None or record.step in ("confirmed", "final")
+        return None, [differs("not compared", lifecycle.shown(record), str(exc))]
+    made = record.transaction_id is not None or record.step in (Step.CONFIRMED, Step.FINAL)
     found: list[Difference] = []
     shown: dict[str, Any] = dict(held or {})
     if held is None and made:
@@ -239,16 +241,16 @@ def _note_final(flow: Flow[Any, Any], record: ItemRecord, held: ItemChanges,
     """A final item whose money the provider shows otherwise now (reversed after it
     settled, or paid after it failed): the state says so from now on."""
     now = flow.outcome_of(held)
-    if record.step != "final" or record.intent or now is None or now == record.outcome or \
-            record.outcome not in ("settled", "failed"):
+    if lifecycle.state(record) not in (State.SETTLED, State.FAILED) or now is None or \
+            now == record.outcome:
         return
     status, message = held.get("status"), held.get("status_message")
-    changes: ItemChanges = {"outcome": "settled" if now == "settled" else "failed",
-                            "status": status, "status_class": held.get("status_class"),
-                            "status_message": message,
-                            "error_code": None if now == "settled" else status,
-                            "error_message": None if now == "settled" else message}
-    what = "reversed after it settled" if now == "failed" else "paid after it failed"
+    paid = now == Outcome.SETTLED
+    facts: ItemChanges = {"status": status, "status_class": held.get("status_class"),
+                          "status_message": message}
+    changes: ItemChanges = {**facts, **lifecycle.reconciled(
+        record, now, None if paid else status, None if paid else message)}
+    what = "paid after it failed" if paid else "reversed after it settled"
     note = f"{record.ref}: {what}: the provider shows {status} {message or ''}".strip()
     if flow.state.note_found(record, note, **changes):
         recorded.append(f"{record.external_id} (row {record.row}) {what}: {status} "
@@ -260,7 +262,7 @@ def _note_earlier(flow: Flow[Any, Any], record: ItemRecord, retry: RetryRecord,
     """An earlier attempt the provider shows paid after all (settled): recorded on the item,
     a double payment while its current attempt is paid too."""
     held = flow.found(record, retry.previous_ref)
-    if held is None or flow.outcome_of(held) != "settled":
+    if held is None or flow.outcome_of(held) != Outcome.SETTLED:
         return
     paid = EarlierPaid(retry.previous_ref, str(held.get("status")),
                        str(held.get("source_currency") or record.source_currency or ""),

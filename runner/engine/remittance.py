@@ -17,12 +17,13 @@ from runner.cards import mask
 from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow, given, same_amount
 from runner.job.money_transfer import RemittanceItem
+from runner.lifecycle import Call
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.state import ItemChanges
 
 
 class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
-    created = "transaction"
+    created = Call.TRANSACTION
     quotation_fields = frozenset({"payer_id", "mode", "source", "destination"})
     def summary_of(self, item: RemittanceItem) -> dict[str, Any]:
         ident = item.credit_party_identifier.model_dump(exclude_none=True)

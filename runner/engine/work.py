@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow
 from runner.engine.pages import PAGE, Pages
 from runner.engine.phases import (
@@ -40,6 +41,7 @@ from runner.engine.phases import (
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
+from runner.lifecycle import Step
 from runner.logs import event
 from runner.summary.model import FUNDS_SHORT
 
@@ -85,13 +87,13 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
         # counting costs for the funds check or leaving it for `runner confirm`. What a
         # lookup settles goes on to the windows (of any worker: taken first, even where
         # their pass is past it); what stays in doubt is given back.
-        while (page := pages.next("doubt", PAGE, intent=flow.commit_step)) is not None:
+        while (page := pages.next("doubt", PAGE, intent=flow.commit_call)) is not None:
             try:
                 phase.run("look up", flow.settle_doubt, page)
             except BaseException:
                 pages.give_up()
                 raise
-            pages.hand_on(page, lambda e: e.record.intent != flow.commit_step)
+            pages.hand_on(page, lambda e: e.record.intent != flow.commit_call)
         ending = _windows(job, share, flow, phase, pages)
         if ending is not None:
             return ending
@@ -164,7 +166,7 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
 
 def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
             window: list[Entry[Any]]) -> Ending | None:
-    lost = [e for e in window if e.record.intent == flow.commit_step]
+    lost = [e for e in window if e.record.intent == flow.commit_call]
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
     try:
@@ -183,11 +185,11 @@ def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages
         phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
                   hold=share.confirm)
     rest = flow.state.take_rest(job.name, pages.estimates(window))
-    ready = [e for e in window if flow.ready(e) and not e.record.intent
-             and e.record.outcome in ("pending", "failed", "awaiting_confirm")]
+    ready = [e for e in window
+             if flow.ready(e) and lifecycle.state(e.record) in lifecycle.SENDABLE]
     if not share.confirm:
         for e in ready:
-            flow.update(e, outcome="awaiting_confirm")
+            flow.move(e, lifecycle.withheld(e.record))
         return None
     if not ready or share.stop.is_set() or phase.problems:
         return None
@@ -203,7 +205,7 @@ def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages
         return Ending(1 if share.confirmed else FUNDS_SHORT,
                       f"{short}: funds short; nothing {more}was confirmed (--allow-partial "
                       f"confirms what the balance covers)", short)
-    phase.run(flow.commit_step, flow.commit, ready)
+    phase.run(flow.commit_call, flow.commit, ready)
     share.confirmed += len(ready)
     return None
 
@@ -224,9 +226,10 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
     rounds = 0
     while not phase.stop.is_set():
         waiting = False
-        for page in pages.over(f"poll{rounds}", rows=False, step="confirmed", before=before):
+        for page in pages.over(f"poll{rounds}", rows=False, step=Step.CONFIRMED,
+                               before=before):
             phase.run("poll", flow.poll, page)
-            waiting = waiting or any(e.record.step != "final" for e in page)
+            waiting = waiting or any(e.record.step != Step.FINAL for e in page)
         remaining = deadline - share.clock()
         if not waiting or remaining <= 0:
             return

@@ -13,29 +13,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
+from runner.lifecycle import Changes, Outcome, Step
 from runner.state.history import Approval, EarlierPaid, derived_ref
 
 # Provider ids are numbers in the money transfer service (transactions, quotations) and text
 # in the collection service (``PO0000000001``, ``QT0000000001``).
 ProviderId = int | str
-# ``held``: not paid until a person decides: its payee check holds it (error_code ``payee``)
-# or it may duplicate another item of its batch (``duplicate``, DESIGN.md rule 9).
-Outcome = Literal["pending", "awaiting_confirm", "settled", "failed", "conflict", "unknown",
-                  "held"]
 AMOUNTS = ("source_amount", "fee", "destination_amount")
 
 
-class ItemChanges(TypedDict, total=False):
-    """The columns of an item a flow may change (all but its identity and stamps)."""
+class ItemChanges(Changes, total=False):
+    """The columns of an item a flow may change (all but its identity and stamps): those of
+    its life (``runner.lifecycle.Changes``, which only its moves write) and its facts."""
 
     row: int
     fingerprint: str
-    step: str
-    intent: str | None
-    attempt: int
-    lineage: int
     provider_ref: str | None
     quotation_id: ProviderId | None
     expires_at: str | None
@@ -48,9 +42,6 @@ class ItemChanges(TypedDict, total=False):
     status: str | None
     status_class: str | None
     status_message: str | None
-    outcome: Outcome
-    error_code: str | None
-    error_message: str | None
     summary: str | None
     details: str | None
     changed_to: str | None
@@ -77,7 +68,7 @@ class ItemRecord:
     kind: str
     row: int
     fingerprint: str = ""
-    step: str = "new"
+    step: str = Step.NEW
     intent: str | None = None
     attempt: int = 1
     lineage: int = 1
@@ -93,7 +84,7 @@ class ItemRecord:
     status: str | None = None
     status_class: str | None = None
     status_message: str | None = None
-    outcome: Outcome = "pending"
+    outcome: str = Outcome.PENDING
     error_code: str | None = None
     error_message: str | None = None
     summary: str | None = None
@@ -117,10 +108,11 @@ class ItemRecord:
 
     @property
     def state(self) -> str:
-        """The outcome, or ``in_doubt`` while a call's answer is not known."""
+        """The outcome, or ``in_doubt`` while a call's answer is not known (kept for the
+        state's own code for now: read ``runner.lifecycle.shown`` or ``state``)."""
         return "in_doubt" if self.intent else self.outcome
 
-    def apply(self, changes: ItemChanges) -> None:
+    def apply(self, changes: Changes) -> None:
         for name, value in changes.items():
             setattr(self, name, value)
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.kinds import kind_named
+from runner.lifecycle import Call
 from runner.state import Approval, RunRecord, StateStore
 from runner.summary.amounts import money_text
 from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
@@ -79,7 +80,7 @@ class Summary:
     generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     runs: list[RunTimes] = field(default_factory=list)  # every run of the job, oldest first
     rates: list[Rate] = field(default_factory=list)
-    commit_step: str = "confirm"  # the call that moves money, for the run history
+    commit_step: str = Call.CONFIRM  # the call that moves money, for the run history
     limit: int = LIST_LIMIT
     tally: Tally | None = field(default=None, repr=False, compare=False)
     reader: Reader | None = field(default=None, repr=False, compare=False)
@@ -307,7 +308,7 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     with why; its closing message): the state keeps only their count."""
     clean = Scrubber(secrets)
     first = next(store.item_pages(job_name, "confirm", size=1), [])
-    commit = kind_named(first[0][0].kind).flow.commit_step if first else "confirm"
+    commit = kind_named(first[0][0].kind).flow.commit_call if first else Call.CONFIRM
 
     def reader(source: StateStore) -> Iterator[ItemLine]:
         for page in source.item_pages(job_name, commit):
@@ -347,7 +348,7 @@ def read_runs(summary: Summary, store: StateStore) -> None:
     summary.run = None if latest is None else next(r for r in summary.runs if r.id == latest.id)
 
 
-def run_times(run: RunRecord | None, commit_step: str = "confirm") -> RunTimes | None:
+def run_times(run: RunRecord | None, commit_step: str = Call.CONFIRM) -> RunTimes | None:
     if run is None:
         return None
     started = when(run.started_at)
