@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runner import lifecycle
 from runner.errors import LeaseHeld, StateError, StateMissing
 from runner.state import (
     LEASE_TTL,
@@ -73,7 +74,7 @@ def test_an_attempt_leaves_the_item_in_doubt_until_its_outcome(store: StateStore
     run_id = store.start_run(JOB, "job.yaml")
     first = store.begin_attempt(run_id, "a", "quotation", {"external_id": "a"})
     item = store.item("a")
-    assert item is not None and (item.intent, item.state) == ("quotation", "in_doubt")
+    assert item is not None and (item.intent, lifecycle.state(item)) == ("quotation", "in_doubt")
     store.end_attempt(first, "a", "in_doubt", code="1000500", message="lost",
                       resolved=False)
     item = store.item("a")

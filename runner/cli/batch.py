@@ -19,6 +19,7 @@ from runner.cli.options import (
     state_option,
     state_path_of,
 )
+from runner.lifecycle import Outcome
 from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
 
@@ -180,7 +181,7 @@ def _copy_out(source: Path, output: Path | None) -> None:
 @click.command()
 @job_argument
 @click.argument("external_id")
-@click.option("--outcome", type=click.Choice(["settled", "failed"]),
+@click.option("--outcome", type=click.Choice([Outcome.SETTLED.value, Outcome.FAILED.value]),
               help="What the provider shows: the money moved (settled) or it did not.")
 @click.option("--accept-payee", is_flag=True,
               help="Accept the item's payee despite its payee check (no match, account not "

@@ -41,6 +41,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from runner.lifecycle import Step
 from runner.logs import event
 
 log = logging.getLogger("runner")
@@ -83,7 +84,7 @@ class RunProgress:
 
     def step(self, name: str, entry: Any) -> None:
         with self.lock:
-            if name != POLL or entry.record.step == "final":
+            if name != POLL or entry.record.step == Step.FINAL:
                 self.done[name] = self.done.get(name, 0) + 1
                 self.moved(name)
 

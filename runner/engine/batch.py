@@ -156,7 +156,7 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
             if ending is None:
                 pages = Pages(state, job, flow, worker, round_key, options.claim_ttl)
                 ending = work(job, _share(job, options, started), flow, pages,
-                              plan is not None and bool(plan.counts.get("retry")))
+                              plan is not None and bool(plan.counts.get(PlanAction.RETRY)))
             if not ending.refused and _finishes(state, job.name, worker, digest, round_key):
                 summary = _summary(job, state, run_id, ending)
             code = ending.code
@@ -227,7 +227,7 @@ def _finishes(state: StateStore, job_name: str, worker: str, digest: str, round_
 
 def _summary(job: Job, state: StateStore, run_id: int, ending: Ending) -> Summary:
     refused = [(s.external_id, f"row {s.row}: {s.why}")
-               for s in state.staged_with(job.name, ("refused",))]
+               for s in state.staged_with(job.name, (PlanAction.REFUSED,))]
     summary = build_summary(state, job.name, secrets=job.secrets(), refused=refused,
                             notes=[ending.message])
     state.note_lines(run_id, status_lines(summary))
@@ -297,11 +297,12 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
         if options.applied.run_id is None:  # applied again: its first approval stands
             state.note_approval(run_id, options.applied.approval)
     stager.flush()
-    state.note_checks(run_id, plan.report.invalid, plan.counts.get("refused", 0))
+    state.note_checks(run_id, plan.report.invalid, plan.counts.get(PlanAction.REFUSED, 0))
     if plan.allow_duplicates:
         state.note_duplicates_allowed(run_id)
-    if plan.counts.get("duplicate"):
-        log.warning("%d item(s) held as possible duplicates: not paid", plan.counts["duplicate"])
+    if plan.counts.get(PlanAction.DUPLICATE):
+        log.warning("%d item(s) held as possible duplicates: not paid",
+                    plan.counts[PlanAction.DUPLICATE])
     if plan.stops:
         return Ending(2, f"{plan.report.invalid} invalid item(s); nothing was sent"), plan
     if plan.short and not options.allow_partial and not options.confirm_only:

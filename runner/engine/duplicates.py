@@ -27,19 +27,23 @@ from typing import TYPE_CHECKING
 from runner.job import Job, ValidItem
 from runner.job.seen import Seen
 from runner.kinds import kind_named
+from runner.lifecycle import Outcome, PlanAction
 from runner.state import StateStore
 
 if TYPE_CHECKING:
     from runner.engine.plan import PlannedItem
 
 # The plan's actions of an item a run pays or has paid: it holds what it pays.
-PAYING = ("new", "resume", "in_doubt", "retry", "settled", "changed", "review")
+PAYING = (PlanAction.NEW, PlanAction.RESUME, PlanAction.IN_DOUBT, PlanAction.RETRY,
+          PlanAction.SETTLED, PlanAction.CHANGED, PlanAction.REVIEW)
 # How a person reads where the matching item is (its outcome, or its action in this plan).
-WHERE = {"settled": "paid", "pending": "on its way", "awaiting_confirm": "awaiting "
-         "confirmation", "conflict": "needing a person", "unknown": "needing a person",
-         "new": "to pay in this run", "resume": "on its way", "in_doubt": "on its way",
-         "retry": "to pay again in this run", "changed": "needing a person",
-         "review": "needing a person"}
+WHERE: dict[str, str] = {
+    Outcome.SETTLED: "paid", Outcome.PENDING: "on its way",
+    Outcome.AWAITING_CONFIRM: "awaiting confirmation", Outcome.CONFLICT: "needing a person",
+    Outcome.UNKNOWN: "needing a person", PlanAction.NEW: "to pay in this run",
+    PlanAction.RESUME: "on its way", PlanAction.IN_DOUBT: "on its way",
+    PlanAction.RETRY: "to pay again in this run", PlanAction.CHANGED: "needing a person",
+    PlanAction.REVIEW: "needing a person"}
 HOW = "allow_duplicate: yes on its row, or --allow-duplicates, pays it"
 Match = tuple[str, int, str]  # external_id, row, outcome or plan action
 
@@ -97,19 +101,20 @@ class Duplicates:
     def _hold(self, p: PlannedItem, match: Match) -> None:
         self.held += 1
         said = f"possible duplicate of {_named(match)}: the same {self.words}"
-        if p.action == "retry":  # the failed attempt stays as it is: nothing is sent
+        if p.action is PlanAction.RETRY:  # the failed attempt stays as it is: nothing is sent
             assert p.record is not None
-            p.action, p.ref, p.step = "failed", p.record.ref, p.record.step
+            p.action, p.ref, p.step = PlanAction.FAILED, p.record.ref, p.record.step
             p.why = f"{p.why}; not sent again: {said}"
         else:
-            p.action, p.why = "duplicate", f"{said}; not paid ({HOW})"
+            p.action, p.why = PlanAction.DUPLICATE, f"{said}; not paid ({HOW})"
 
 
 def _first_payment(p: PlannedItem) -> bool:
     """An item that a run would pay for the first time: new, sent again after it failed,
     or held by an earlier plan."""
-    held = p.record is not None and p.record.outcome == "held"
-    return p.action in ("new", "retry") or (p.action == "resume" and held)
+    held = p.record is not None and p.record.outcome == Outcome.HELD
+    return p.action in (PlanAction.NEW, PlanAction.RETRY) or (
+        p.action is PlanAction.RESUME and held)
 
 
 def _named(match: Match) -> str:

@@ -26,9 +26,10 @@ from typing import Any
 
 from runner.engine.flow import Entry, Flow, fingerprint
 from runner.engine.funds import estimate
-from runner.engine.plan import TO_PAY, PlannedItem
+from runner.engine.plan import PlannedItem
 from runner.errors import StateError
 from runner.job import Job, ValidItem, iter_items
+from runner.lifecycle import TO_PAY, PlanAction
 from runner.logs import event
 from runner.state import ItemRecord, StateStore
 from runner.state.holders import worker_gone
@@ -65,8 +66,9 @@ class Stager:
         cost = estimate(p, self.flow)
         if cost is not None and p.balance is not None:
             self.rest[p.balance] = self.rest.get(p.balance, Decimal(0)) + cost
+        first = p.action in (PlanAction.NEW, PlanAction.HELD, PlanAction.DUPLICATE)
         summary = json.dumps(self.flow.summary_of(p.valid.item), sort_keys=True) \
-            if p.action in ("new", "held", "duplicate") and p.valid is not None else None
+            if first and p.valid is not None else None
         payee = p.payee.to_json() if p.payee is not None else None
         self._buffer.append(Staged(p.external_id, p.row, p.action, p.ref, p.fingerprint,
                                    p.changed, summary, p.balance, cost, p.why, payee,
@@ -238,5 +240,3 @@ class Pages:
         for e in self.models.entries([records[i] for i in by_id], by_id):
             yield by_id[e.external_id], e
 
-
-Claimer = Callable[[int], list[Entry[Any]] | None]

@@ -21,6 +21,7 @@ from runner.errors import (
     ProviderDown,
     StateError,
 )
+from runner.lifecycle import Outcome
 from runner.logs import event
 from runner.state import LEASE_TTL, StateStore
 
@@ -187,7 +188,7 @@ class Phase:
             log.debug("%s %s: %s %s", name, entry.external_id, entry.record.step,
                       entry.record.status or entry.record.outcome,
                       extra=event("item_step", entry.external_id))
-            if entry.record.outcome in ("failed", "conflict"):
+            if entry.record.outcome in (Outcome.FAILED, Outcome.CONFLICT):
                 log.warning("%s %s: %s %s", entry.external_id, entry.record.outcome,
                             entry.record.error_code, entry.record.error_message,
                             extra=event(f"item_{entry.record.outcome}", entry.external_id))

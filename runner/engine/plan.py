@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from runner import lifecycle
 from runner.engine.duplicates import Duplicates
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.engine.funds import Need, available, draw, estimate_fees, needs
@@ -43,6 +44,7 @@ from runner.errors import ConfigurationError, ProviderHTTPError
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
+from runner.lifecycle import LISTED, SKIPPED, TO_PAY, UNPAID_STEPS, PlanAction, State, Step
 from runner.payees.checks import Finding, PayeeChecks
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
@@ -51,13 +53,6 @@ from runner.summary.lines import identifier_text
 from runner.summary.model import Scrubber
 from runner.validation import Report, validate_job
 
-TO_PAY = ("new", "resume", "in_doubt", "retry")
-SKIPPED = ("settled", "failed", "review", "changed", "held", "duplicate", "refused",
-           "quote_refused", "invalid", "unplanned")
-LISTED = ("in_doubt", "retry", "failed", "review", "changed", "held", "duplicate", "refused",
-          "quote_refused", "invalid")
-# The steps before money moves: an item to pay at one of these has its payee checked.
-UNPAID_STEPS = ("new", "quoted", "created")
 CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
 
@@ -70,7 +65,7 @@ class PlannedItem:
 
     external_id: str
     row: int
-    action: str
+    action: PlanAction
     ref: str = ""
     fingerprint: str = ""
     step: str = ""
@@ -95,7 +90,8 @@ class PlannedItem:
     @property
     def left_unpaid(self) -> bool:
         """Its row asks another payment than the one made or on its way: not paid again."""
-        return self.action == "changed" or (self.action == "settled" and self.changed)
+        return self.action is PlanAction.CHANGED or (
+            self.action is PlanAction.SETTLED and self.changed)
 
     def as_dict(self) -> dict[str, Any]:
         price = self.price
@@ -111,8 +107,8 @@ class PlannedItem:
     def verified(self) -> bool:
         """True when its payee is checked: to pay, and its money not moved yet."""
         return self.valid is not None and (
-            self.action in ("new", "retry") or
-            (self.action == "resume" and self.step in UNPAID_STEPS))
+            self.action in (PlanAction.NEW, PlanAction.RETRY) or
+            (self.action is PlanAction.RESUME and self.step in UNPAID_STEPS))
 
 
 def people(who: dict[str, Any] | None) -> dict[str, str]:
@@ -147,7 +143,7 @@ class Plan:
     state: str = ""  # where the state read is, as the plan shows it
     made_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     streamed: bool = False
-    tally: Counter[str] = field(default_factory=Counter)  # actions, of a streamed plan
+    tally: Counter[PlanAction] = field(default_factory=Counter)  # of a streamed plan
     steps: Counter[str] = field(default_factory=Counter)  # where resumed items are
     money: dict[str, Decimal] = field(default_factory=dict)  # to pay, per currency
     left_unpaid: int = 0  # rows asking another payment than the one made or on its way
@@ -169,13 +165,13 @@ class Plan:
             self.payees[p.payee.result.value] += 1
         if self.streamed:
             self.tally[p.action] += 1
-            if p.action == "resume":
+            if p.action is PlanAction.RESUME:
                 self.steps[p.step] += 1
             if p.pays and p.price is not None:
                 self.money[p.price.currency] = self.money.get(p.price.currency, Decimal(0)) \
                     + p.price.amount
 
-    def of(self, *actions: str) -> list[PlannedItem]:
+    def of(self, *actions: PlanAction) -> list[PlannedItem]:
         return [p for p in self.items if p.action in actions]
 
     @property
@@ -205,12 +201,12 @@ class Plan:
         """Where the items to resume are: step -> how many."""
         if self.streamed:
             return self.steps
-        return Counter(p.step for p in self.items if p.action == "resume")
+        return Counter(p.step for p in self.items if p.action is PlanAction.RESUME)
 
     @property
     def stops(self) -> bool:
         """Invalid items stop the run (``on_invalid: stop``): nothing would be sent."""
-        return bool(self.counts.get("invalid")) and self.on_invalid == "stop"
+        return bool(self.counts.get(PlanAction.INVALID)) and self.on_invalid == "stop"
 
     @property
     def short(self) -> list[Need]:
@@ -341,7 +337,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
                 f"{problem.field}: {problem.message}" if problem.field else problem.message)
     for row, why in by_row.items():
         if row in plan.report.invalid_rows:
-            plan.add(PlannedItem("", row, "invalid", why="; ".join(why)))
+            plan.add(PlannedItem("", row, PlanAction.INVALID, why="; ".join(why)))
     plan.items.sort(key=lambda p: p.row)
     if quote and kind_named(job.kind).quote is not None:
         _quote(job, provider, plan)
@@ -367,7 +363,7 @@ def check(payees: PayeeChecks, planned: list[PlannedItem]) -> None:
     for p in todo:
         p.payee = findings[p.external_id]
         if payees.holding and p.payee.holds:
-            p.action, p.why = "held", f"payee check: {p.payee.text()}, for " \
+            p.action, p.why = PlanAction.HELD, f"payee check: {p.payee.text()}, for " \
                 f"{p.payee.name or 'no name'} ({p.payee.identifier}); fix the row, or " \
                 f"accept the payee (runner resolve --accept-payee)"
 
@@ -384,71 +380,72 @@ def classify(valid: ValidItem, price: Price | None, record: ItemRecord | None,
     """What a run does with one valid item, given its state record (None: new to the state)
     and who holds the external_ids concerned (rule 7)."""
     request = fingerprint(flow.fingerprinted(valid.item))
-    p = PlannedItem(valid.external_id, valid.row, "new", valid.external_id, request, "new",
-                    price=price, valid=valid, record=record)
+    p = PlannedItem(valid.external_id, valid.row, PlanAction.NEW, valid.external_id, request,
+                    Step.NEW, price=price, valid=valid, record=record)
     if record is None:
         if valid.external_id in owners:
-            p.action = "refused"
+            p.action = PlanAction.REFUSED
             p.why = f"already handled by job {owners[valid.external_id]}; not paid again"
         return p
     p.ref, p.step, p.changed = record.ref, record.step, record.fingerprint != request
     p.lineage = record.lineage
     if record.source_currency and record.source_amount is not None and \
-            record.step not in ("new", "final"):
+            record.step not in (Step.NEW, Step.FINAL):
         p.price = Price(record.source_currency, record.source_amount, record.fee,
                         price.rate if price else None, rate_name=price.rate_name if price
                         else "", received_currency=record.destination_currency or "",
                         received=record.destination_amount)
     failure = " ".join(x for x in (record.error_code, record.error_message) if x)
-    if record.step == "final":
+    state = lifecycle.state(record)
+    if state in lifecycle.FINAL:
         p.action, p.why = _final(record, failure, owners, flow, retry_failed,
                                  include_unchanged, p.changed)
-        if p.action == "retry":
+        if p.action is PlanAction.RETRY:
             p.lineage = record.lineage + 1
-            p.ref, p.step, p.price = derived_ref(record.external_id, p.lineage), "new", price
-    elif record.outcome == "conflict":
-        p.action, p.why = "review", record.error_message or "conflict"
-    elif p.changed and (record.step != "new" or record.intent):
-        p.action, p.why = "changed", CHANGED
-    elif record.intent:
-        p.action = "in_doubt"
+            p.ref, p.step, p.price = derived_ref(record.external_id, p.lineage), Step.NEW, price
+    elif p.changed and (record.step != Step.NEW or state is State.IN_DOUBT):
+        p.action, p.why = PlanAction.CHANGED, CHANGED
+    elif state is State.IN_DOUBT:
+        p.action = PlanAction.IN_DOUBT
         p.why = f"the {record.intent} was sent and its answer lost: looked up first"
     else:
-        p.action = "resume"
-        p.why = f"last refused: {failure}" if record.outcome == "failed" and failure else ""
+        p.action = PlanAction.RESUME
+        p.why = f"last refused: {failure}" if state is State.REFUSED and failure else ""
     if p.left_unpaid:
         p.paid_to = str(json.loads(record.summary or "{}").get("beneficiary") or "")
     return p
 
 
 def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[Any, Any],
-           retry_failed: bool, include_unchanged: bool, changed: bool) -> tuple[str, str]:
-    """The action and why of a final item. A failed one is sent again (``--retry-failed``)
-    when the provider may pay it: its row changed, or its refusal was of the moment
-    (``Flow.transient``); an unchanged one refused for good only with
-    ``--include-unchanged``."""
+           retry_failed: bool, include_unchanged: bool, changed: bool
+           ) -> tuple[PlanAction, str]:
+    """The action and why of a final item (unknown and conflict ones are a person's). A
+    failed one is sent again (``--retry-failed``) when the provider may pay it: its row
+    changed, or its refusal was of the moment (``Flow.transient``); an unchanged one refused
+    for good only with ``--include-unchanged``."""
     since = "changed since it failed" if changed else "unchanged since it failed"
-    if record.outcome == "settled":
-        return "settled", ""
-    if record.outcome == "failed" and record.paid_before:
-        return "settled", f"paid by its earlier attempt {record.paid_before[0].ref} (found " \
-                          f"by reconcile); not paid again"
-    if record.outcome != "failed":
-        return "review", record.error_message or record.outcome
+    state = lifecycle.state(record)
+    if state is State.SETTLED:
+        return PlanAction.SETTLED, ""
+    if state is State.FAILED and record.paid_before:
+        return PlanAction.SETTLED, f"paid by its earlier attempt {record.paid_before[0].ref} " \
+                                   f"(found by reconcile); not paid again"
+    if state is not State.FAILED:
+        return PlanAction.REVIEW, record.error_message or record.outcome
     if not flow.retryable(record):
-        return "failed", f"{failure}; {since}"
+        return PlanAction.FAILED, f"{failure}; {since}"
     following = derived_ref(record.external_id, record.lineage + 1)
     if following in owners:
-        return "failed", (f"{failure}; not sent again: {following} is held by job "
-                          f"{owners[following]}; {since}")
+        return PlanAction.FAILED, (f"{failure}; not sent again: {following} is held by job "
+                                   f"{owners[following]}; {since}")
     again = changed or flow.transient(record)
     if not retry_failed:
         how = "--retry-failed" if again else "--retry-failed --include-unchanged"
-        return "failed", f"{failure}; {how} sends it again as {following}; {since}"
+        return PlanAction.FAILED, f"{failure}; {how} sends it again as {following}; {since}"
     if not again and not include_unchanged:
-        return "failed", (f"{failure}; {since}: not sent again (--include-unchanged sends it "
-                          f"as {following})")
-    return "retry", f"{failure}; {since}"
+        return PlanAction.FAILED, (f"{failure}; {since}: not sent again (--include-unchanged "
+                                   f"sends it as {following})")
+    return PlanAction.RETRY, f"{failure}; {since}"
 
 
 def _quote(job: Job, provider: Provider, plan: Plan) -> None:
@@ -459,7 +456,7 @@ def _quote(job: Job, provider: Provider, plan: Plan) -> None:
     assert kind.quote is not None
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
     clean = Scrubber(job.secrets())
-    todo = [p for p in plan.to_pay if p.valid is not None and p.step == "new"]
+    todo = [p for p in plan.to_pay if p.valid is not None and p.step == Step.NEW]
 
     def one(p: PlannedItem) -> None:
         assert p.valid is not None and kind.quote is not None
@@ -468,7 +465,7 @@ def _quote(job: Job, provider: Provider, plan: Plan) -> None:
         except ConfigurationError:
             raise  # the run's, not the item's
         except ProviderHTTPError as exc:  # its message may echo what it was sent
-            p.action, p.code, p.why = "quote_refused", exc.code or "", clean(exc.message)
+            p.action, p.code, p.why = PlanAction.QUOTE_REFUSED, exc.code or "", clean(exc.message)
             return
         p.price = replace(quoted, rate=p.price.rate if p.price else None,
                           rate_name=quoted.rate_name or (p.price.rate_name if p.price else ""))

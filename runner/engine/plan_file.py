@@ -32,11 +32,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from runner.engine.plan import TO_PAY, Plan, PlannedItem
+from runner.engine.plan import Plan, PlannedItem
 from runner.errors import FileUnreadable, PlanRefused
 from runner.job import Job
 from runner.job.sources import open_regular
 from runner.job.strict_json import strict_loads
+from runner.lifecycle import TO_PAY, PlanAction
 from runner.state import Approval
 from runner.state.files import write_private
 
@@ -225,13 +226,15 @@ def restrict(content: dict[str, Any], plan: Plan) -> None:
     for p in plan.to_pay:
         then = listed.get(p.external_id, {})
         action = then.get("action")
-        if action == "quote_refused":
-            p.action, p.code, p.why = action, str(then.get("code") or ""), str(then["why"])
+        if action == PlanAction.QUOTE_REFUSED:
+            p.action, p.code, p.why = PlanAction.QUOTE_REFUSED, str(then.get("code") or ""), \
+                str(then["why"])
         elif action not in TO_PAY:
-            p.action, p.why = "unplanned", f"the plan says {action or 'nothing of it'}"
+            p.action, p.why = PlanAction.UNPLANNED, \
+                f"the plan says {action or 'nothing of it'}"
         elif then["lineage"] != p.lineage:
-            p.action, p.why = "unplanned", (f"the plan pays it as {then['ref']}; sending it as "
-                                            f"{p.ref} needs a new plan")
+            p.action, p.why = PlanAction.UNPLANNED, (f"the plan pays it as {then['ref']}; "
+                                                     f"sending it as {p.ref} needs a new plan")
 
 
 def approval(content: dict[str, Any], sha256: str, approved_by: str, applied_by: str,

@@ -20,8 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 from runner.engine.funds import Need
-from runner.engine.plan import LISTED, TO_PAY
 from runner.engine.plan_text import LABELS, need_line
+from runner.lifecycle import LISTED, TO_PAY
 from runner.payees.checks import plan_file_lines
 from runner.summary.amounts import money_text, number_text, plain_amount
 from runner.summary.items_csv import csv_cell

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from runner.engine.fees import MARGIN
 from runner.engine.funds import Need
-from runner.engine.plan import LISTED, TO_PAY, Plan, PlannedItem
+from runner.engine.plan import Plan, PlannedItem
+from runner.lifecycle import LISTED, TO_PAY, PlanAction
 from runner.payees.checks import LABELS as FINDINGS
 from runner.payees.checks import Result
 
-LABELS = {"new": "new", "resume": "to resume", "in_doubt": "in doubt (looked up first)",
-          "retry": "to send again (--retry-failed)", "settled": "settled",
-          "failed": "failed earlier", "review": "needs a person",
-          "changed": "changed after its payment started",
-          "held": "held by the payee check (needs a person)",
-          "duplicate": "held: possible duplicate", "refused": "refused",
-          "quote_refused": "refused by the provider (its quotation)", "invalid": "invalid",
-          "unplanned": "not to pay in the plan"}
+LABELS: dict[str, str] = {
+    PlanAction.NEW: "new", PlanAction.RESUME: "to resume",
+    PlanAction.IN_DOUBT: "in doubt (looked up first)",
+    PlanAction.RETRY: "to send again (--retry-failed)", PlanAction.SETTLED: "settled",
+    PlanAction.FAILED: "failed earlier", PlanAction.REVIEW: "needs a person",
+    PlanAction.CHANGED: "changed after its payment started",
+    PlanAction.HELD: "held by the payee check (needs a person)",
+    PlanAction.DUPLICATE: "held: possible duplicate", PlanAction.REFUSED: "refused",
+    PlanAction.QUOTE_REFUSED: "refused by the provider (its quotation)",
+    PlanAction.INVALID: "invalid", PlanAction.UNPLANNED: "not to pay in the plan"}
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -62,7 +65,7 @@ def payee_lines(plan: Plan) -> list[str]:
              f"{plan.asked} account(s) asked of the provider, the others' answers kept from "
              f"earlier checks"]
     for p in plan.items:
-        if p.payee is not None and p.payee.notable and p.action != "held":
+        if p.payee is not None and p.payee.notable and p.action is not PlanAction.HELD:
             lines.append(f"  {_name(p)} {p.payee.name} ({p.payee.identifier}): "
                          f"{p.payee.text()}")
     return lines
@@ -71,7 +74,8 @@ def payee_lines(plan: Plan) -> list[str]:
 def closing(plan: Plan) -> str:
     """The plan's verdict in one line."""
     if plan.stops:
-        return (f"nothing would be sent: {plan.counts.get('invalid', 0)} invalid item(s) "
+        return (f"nothing would be sent: {plan.counts.get(PlanAction.INVALID, 0)} invalid "
+                f"item(s) "
                 f"(run.on_invalid: stop)")
     if plan.short:
         return f"nothing would be sent, the balance is short: {plan.shortfall()}"
@@ -87,7 +91,7 @@ def question(plan: Plan) -> str:
 
 
 def _steps(plan: Plan, action: str) -> str:
-    if action != "resume":
+    if action != PlanAction.RESUME:
         return ""
     steps = plan.resumed_at()
     return " (" + ", ".join(f"{n} at {step}" for step, n in sorted(steps.items())) + ")"
@@ -101,12 +105,12 @@ def _item(p: PlannedItem) -> str:
     name = _name(p)
     if p.paid_to:
         name += f", {p.paid_to}"
-    if p.action == "retry":
+    if p.action is PlanAction.RETRY:
         name += f" as {p.ref}"
     why = p.why
-    if p.action == "quote_refused":
+    if p.action is PlanAction.QUOTE_REFUSED:
         why = f"{p.code} {p.why}; not paid"
-    elif p.action == "settled" and p.left_unpaid:
+    elif p.action is PlanAction.SETTLED and p.left_unpaid:
         why = "changed since it was paid: not paid again"
     return f"{name}: {why}" if why else name
 

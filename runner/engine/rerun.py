@@ -18,6 +18,7 @@ from pathlib import Path
 import runner
 from runner.engine.phases import Heartbeat
 from runner.job import Job
+from runner.lifecycle import PlanAction
 from runner.state import RunRecord, StateStore
 from runner.summary.model import PROBLEMS
 
@@ -72,7 +73,8 @@ def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> tuple[i
     token = state.acquire_lease(job.name, run_id)
     beat = Heartbeat(state, job.name, token)
     try:
-        state.note_checks(run_id, last.counts.get("invalid", 0), last.counts.get("refused", 0))
+        state.note_checks(run_id, last.counts.get(PlanAction.INVALID, 0),
+                          last.counts.get(PlanAction.REFUSED, 0))
         state.note_inputs(run_id, digest)
         state.note_lines(run_id, last.lines or ())
     finally:

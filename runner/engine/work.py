@@ -41,7 +41,7 @@ from runner.engine.phases import (
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.job import Job
-from runner.lifecycle import Step
+from runner.lifecycle import PlanAction, Step
 from runner.logs import event
 from runner.summary.model import FUNDS_SHORT
 
@@ -122,7 +122,7 @@ def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
             planned[e.external_id].changed), [e for _, e in chunk])
         chunk.clear()
 
-    for pair in pages.staged(("retry",)):
+    for pair in pages.staged((PlanAction.RETRY,)):
         chunk.append(pair)
         if len(chunk) >= 500:
             run()

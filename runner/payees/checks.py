@@ -32,6 +32,7 @@ from typing import Any
 
 from runner.cards import luhn, mask
 from runner.errors import AuthenticationError, NotFound, ProviderError
+from runner.lifecycle import PlanAction
 from runner.payees.names import Verdict, compare
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
@@ -370,5 +371,5 @@ def plan_file_lines(document: dict[str, Any]) -> list[str]:
         finding = Finding.from_dict(payee)
         lines.append(f"  {item.get('external_id')} (row {item.get('row')}) {finding.name} "
                      f"({finding.identifier}): {finding.text()}"
-                     f"{' [held]' if item.get('action') == 'held' else ''}")
+                     f"{' [held]' if item.get('action') == PlanAction.HELD else ''}")
     return lines

@@ -106,12 +106,6 @@ class ItemRecord:
         """The earlier attempts the provider shows paid after all (``earlier_paid``)."""
         return [EarlierPaid(**e) for e in json.loads(self.earlier_paid or "[]")]
 
-    @property
-    def state(self) -> str:
-        """The outcome, or ``in_doubt`` while a call's answer is not known (kept for the
-        state's own code for now: read ``runner.lifecycle.shown`` or ``state``)."""
-        return "in_doubt" if self.intent else self.outcome
-
     def apply(self, changes: Changes) -> None:
         for name, value in changes.items():
             setattr(self, name, value)

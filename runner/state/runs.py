@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.lifecycle import PlanAction
 from runner.state.history import Approval
 from runner.state.records import PlanFileRecord, RunRecord, WorkLeft
 from runner.state.store import LEASE_TTL, now_iso
@@ -37,7 +38,8 @@ class RunBook:
                          [job_name, job_file, now_iso(), self.host, os.getpid()])
 
     def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
-        counts = {k: n for k, n in (("invalid", invalid), ("refused", refused)) if n}
+        counts = {k: n for k, n in ((PlanAction.INVALID, invalid), (PlanAction.REFUSED, refused))
+                  if n}
         self._run("UPDATE runs SET counts = ? WHERE id = ?", [json.dumps(counts), run_id])
 
     def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],

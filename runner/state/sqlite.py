@@ -34,6 +34,7 @@ from typing import Any, Unpack
 
 from sqlite_utils import Database
 
+from runner import lifecycle
 from runner.errors import LeaseHeld, StateError
 from runner.logs import event
 from runner.state.files import private_file, private_folder
@@ -297,13 +298,11 @@ class SqliteStore(RunBook, LocalPasses, PayeeBook):
         stamp = now_iso()
         self._run(
             "INSERT INTO attempts (external_id, step, started_at, finished_at, result, "
-            "request, message) VALUES (?, 'resolve', ?, ?, ?, ?, ?)",
-            [record.external_id, stamp, stamp, outcome,
+            "request, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [record.external_id, lifecycle.Call.RESOLVE, stamp, stamp, outcome,
              json.dumps({"was": record.outcome, "note": note}), note],
-            *_update_items(record.external_id, {
-                "outcome": outcome, "step": "final", "intent": None,
-                "error_code": "resolved" if outcome == "failed" else None,
-                "error_message": f"by hand: {note}"}))
+            *_update_items(record.external_id, dict(
+                lifecycle.resolved(record, lifecycle.Outcome(outcome), note))))
 
     def note_found(self, record: ItemRecord, note: str, **changes: Unpack[ItemChanges]
                    ) -> bool:

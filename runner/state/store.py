@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Unpack
 
 from runner.errors import StateError
+from runner.lifecycle import Outcome
 from runner.state.history import Approval, RetryRecord
 from runner.state.records import (
     AttemptRecord,
@@ -224,7 +225,7 @@ class StateStore(ABC):
         record = self.item(external_id)
         if record is None or record.job_name != job_name:
             raise StateError(f"{external_id}: no such item in job {job_name}")
-        if record.outcome not in ("unknown", "conflict"):
+        if record.outcome not in (Outcome.UNKNOWN, Outcome.CONFLICT):
             raise StateError(f"{external_id} is {record.outcome}: only unknown or conflict "
                              f"items are resolved by hand")
         self._resolved(record, outcome, note)

@@ -23,18 +23,18 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from runner import lifecycle
 from runner.cards import luhn
+from runner.lifecycle import Outcome, Shown, Step
 from runner.payees.checks import Finding
 from runner.state import ItemRecord
 
-NEEDS_PERSON = {"conflict": "the provider holds a different payment under this external_id, "
+NEEDS_PERSON = {Shown.CONFLICT: "the provider holds a different payment under this external_id, "
                             "or the item changed after its payment started",
-                "unknown": "the outcome of a call could not be learnt: check the payment at "
+                Shown.UNKNOWN: "the outcome of a call could not be learnt: check the payment at "
                            "the provider before anything else",
-                "held": "held by the payee check: fix the row, or accept the payee "
+                Shown.HELD: "held by the payee check: fix the row, or accept the payee "
                         "(`runner resolve JOB ID --accept-payee`)"}
-# The outcomes of an item paid or on its way, whose row may ask another payment since.
-CHANGEABLE = ("settled", "pending", "awaiting_confirm")
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
 
@@ -100,26 +100,9 @@ class ItemLine:
 def stage(item: ItemLine) -> str:
     """How far a pending item went: ``confirmed`` (its money-moving call answered: on its
     way), ``created`` (started, not confirmed), ``not started`` (nothing made yet)."""
-    if item.confirmed_at is not None or item.step == "confirmed":
+    if item.confirmed_at is not None or item.step == Step.CONFIRMED:
         return "confirmed"
-    return "not started" if item.step in ("", "new") else "created"
-
-
-def state_of(r: ItemRecord) -> str:
-    """An item's state as every view of the batch shows it: ``in_doubt`` while a call's
-    answer is not known; ``paid_twice`` when an earlier attempt was paid after all beside
-    it (``earlier_paid``), ``settled`` when one was instead of it; ``changed`` when its job
-    row asks another payment than the one made or on its way (``changed_to``), which is
-    not paid again; else its outcome."""
-    if r.intent:
-        return "in_doubt"
-    if r.earlier_paid and r.outcome in ("settled", "failed"):
-        # Paid by an earlier attempt after all: beside this one (twice), or instead of it.
-        return "paid_twice" if r.outcome == "settled" else "settled"
-    if r.changed_to is not None and (r.outcome in CHANGEABLE or (
-            r.outcome == "conflict" and r.error_code == "changed")):
-        return "changed"
-    return r.outcome
+    return "not started" if not item.step or item.step == Step.NEW else "created"
 
 
 def identifier_text(who: dict[str, Any]) -> str:
@@ -133,10 +116,10 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
     ident = identifier_text(who)
     status = r.status or ""
     coded = status.isdigit()
-    state = state_of(r)
+    state = lifecycle.shown(r)
     amounts = r.source_currency, r.source_amount, r.fee, r.destination_amount
     earlier = r.paid_before
-    if state == "settled" and earlier:  # what the earlier attempt paid is the item's
+    if state is Shown.SETTLED and earlier:  # what the earlier attempt paid is the item's
         first, earlier = earlier[0], earlier[1:]
         amounts = first.currency, Decimal(first.amount), _amount(first.fee), None
     return ItemLine(
@@ -151,7 +134,8 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
         status_code=status if coded else "",
         status_name=clean((r.status_message or "") if coded else status),
         created_at=when(r.created_at), confirmed_at=when(confirmed_at),
-        final_at=when(r.updated_at) if r.state in ("settled", "failed") else None,
+        final_at=when(r.updated_at) if not r.intent and r.outcome in (
+            Outcome.SETTLED, Outcome.FAILED) else None,
         outcome=r.outcome, payee=clean(_payee(r.payee)),
         twice_amount=sum((Decimal(e.amount) for e in earlier), Decimal(0)) if earlier else None,
         twice_fee=sum((_amount(e.fee) or Decimal(0) for e in earlier), Decimal(0))
@@ -219,37 +203,37 @@ def _text(value: Any) -> str:
 
 
 def _check(r: ItemRecord) -> str:
-    state = state_of(r)
+    state = lifecycle.shown(r)
     earlier = ", ".join(f"{e.ref} ({e.currency} {e.amount}, status {e.status})"
                         for e in r.paid_before)
-    if state == "paid_twice":
+    if state is Shown.PAID_TWICE:
         return (f"paid twice: the provider shows the earlier attempt {earlier} paid after "
                 f"all, beside {r.ref}: ask the beneficiary, or the provider's customer care, "
                 f"for one payment back")
-    if state == "settled" and earlier:
+    if state is Shown.SETTLED and earlier:
         return (f"paid by its earlier attempt {earlier}, found paid after all; {r.ref} "
                 f"({r.status or r.outcome}) did not pay: not paid again")
-    if state == "failed" and r.status_class == "8":
+    if state is Shown.FAILED and r.status_class == "8":
         return ("reversed after it was paid: the money came back; fix its row, then "
                 "`runner run --retry-failed` pays it again under a new external_id")
-    if state == "changed":
-        done = "paid" if r.outcome == "settled" else f"on its way ({r.step})"
+    if state is Shown.CHANGED:
+        done = "paid" if r.outcome == Outcome.SETTLED else f"on its way ({r.step})"
         return (f"its row changed after it was {done}: the new request is not paid; a new "
                 f"batch needs a new `name` in its job file (the same name is the same batch)")
-    if state == "in_doubt":
+    if state is Shown.IN_DOUBT:
         return (f"the {r.intent} call was sent and its answer lost: look up the transaction "
                 f"with external_id {r.ref} at the provider; the next run does this itself "
                 f"before sending anything")
     if state in NEEDS_PERSON:
         return r.error_message or NEEDS_PERSON[state]
-    if state == "pending" and r.step == "confirmed":
+    if state is Shown.PENDING and r.step == Step.CONFIRMED:
         return (f"confirmed, status {r.status or 'unknown'}: not final yet; the next run "
                 f"follows it")
-    if state == "pending":
+    if state is Shown.PENDING:
         return f"not confirmed yet (stopped at {r.step}); the next run continues it"
-    if state == "awaiting_confirm":
+    if state is Shown.AWAITING_CONFIRM:
         return "created, not confirmed: `runner confirm` sends it"
-    if state == "failed" and r.step == "new":
+    if state is Shown.FAILED and r.step == Step.NEW:
         return ("refused by the provider before anything was made for it: nothing was paid; "
                 "the next run asks again")
     return ""

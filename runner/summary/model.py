@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.kinds import kind_named
-from runner.lifecycle import Call
+from runner.lifecycle import Call, PlanAction, Shown
 from runner.state import Approval, RunRecord, StateStore
 from runner.summary.amounts import money_text
 from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
@@ -177,7 +177,8 @@ class Summary:
             return 1
         if self.funds_stop:
             return FUNDS_SHORT
-        if not self.items or self.counts.get("pending") or self.counts.get("awaiting_confirm"):
+        if not self.items or self.counts.get(Shown.PENDING) or \
+                self.counts.get(Shown.AWAITING_CONFIRM):
             return PENDING
         return 0
 
@@ -217,7 +218,7 @@ class Summary:
         c = self.counts
         review = sum(c.get(k, 0) for k in REVIEW)
         if self.run is not None and self.run.exit_code == FUNDS_SHORT:
-            before = f" ({c['settled']} paid before)" if c.get("settled") else ""
+            before = f" ({c[Shown.SETTLED]} paid before)" if c.get(Shown.SETTLED) else ""
             return f"{self.job}: nothing paid, funds short: {self.run.message}{before}"
 
         def part(n: int, words: str, group: str = "") -> str:
@@ -225,18 +226,19 @@ class Summary:
             return f"{n:,} {words}" + (f" ({amounts})" if amounts else "")
 
         parts = [part(self._tally.paid, "paid", "paid")]
-        parts += [part(c[k], k, "failed" if k == "failed" else "") for k in
-                  ("failed", "refused", "invalid") if c.get(k)]
-        if c.get("changed"):
-            parts.append(f"{c['changed']:,} changed after being paid or sent (not paid again)")
-        if c.get("paid_twice"):
-            parts.append(part(c["paid_twice"], "paid twice", "twice"))
+        parts += [part(c[k], k, "failed" if k == Shown.FAILED else "") for k in
+                  (Shown.FAILED, PlanAction.REFUSED, PlanAction.INVALID) if c.get(k)]
+        if c.get(Shown.CHANGED):
+            parts.append(f"{c[Shown.CHANGED]:,} changed after being paid or sent (not paid "
+                         f"again)")
+        if c.get(Shown.PAID_TWICE):
+            parts.append(part(c[Shown.PAID_TWICE], "paid twice", "twice"))
         if review:
             parts.append(f"{review} {'needs' if review == 1 else 'need'} review")
-        if c.get("pending"):
-            parts.append(part(c["pending"], "pending"))
-        if c.get("awaiting_confirm"):
-            parts.append(f"{c['awaiting_confirm']} awaiting confirmation")
+        if c.get(Shown.PENDING):
+            parts.append(part(c[Shown.PENDING], "pending"))
+        if c.get(Shown.AWAITING_CONFIRM):
+            parts.append(f"{c[Shown.AWAITING_CONFIRM]} awaiting confirmation")
         return f"{self.job}: {', '.join(parts)}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -307,7 +309,7 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     ``notes`` are what only the run that just ended knows (the items another job holds,
     with why; its closing message): the state keeps only their count."""
     clean = Scrubber(secrets)
-    first = next(store.item_pages(job_name, "confirm", size=1), [])
+    first = next(store.item_pages(job_name, Call.CONFIRM, size=1), [])
     commit = kind_named(first[0][0].kind).flow.commit_call if first else Call.CONFIRM
 
     def reader(source: StateStore) -> Iterator[ItemLine]:
@@ -321,7 +323,7 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     run = store.latest_run(job_name)
     counts = dict(tally.counts)
     # Refused (rule 7) and invalid items never reach this job's rows: the run counted them.
-    for key in ("refused", "invalid"):
+    for key in (PlanAction.REFUSED, PlanAction.INVALID):
         if run is not None:
             counts[key] = int(run.counts.get(key, 0))
     summary = Summary(job_name, None, (), tally.sums.totals(),

@@ -34,6 +34,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from runner.errors import FileUnreadable, JobError, JobErrors, SummaryError
 from runner.job import Job
 from runner.job.sources import open_regular
+from runner.lifecycle import PlanAction, Shown
 from runner.summary.amounts import money_text, number_text
 from runner.summary.model import Summary
 
@@ -62,11 +63,12 @@ class _Labels(dict[str, str]):
 
 
 LABELS = _Labels({
-    "settled": "paid", "pending": "pending", "awaiting_confirm": "awaiting confirmation",
-    "failed": "failed", "refused": "refused", "invalid": "invalid (not sent)",
-    "changed": "changed after being paid or sent", "paid_twice": "paid twice",
-    "conflict": "conflict", "unknown": "unknown outcome", "in_doubt": "in doubt",
-    "held": "held by the payee check"})
+    Shown.SETTLED: "paid", Shown.PENDING: "pending",
+    Shown.AWAITING_CONFIRM: "awaiting confirmation", Shown.FAILED: "failed",
+    PlanAction.REFUSED: "refused", PlanAction.INVALID: "invalid (not sent)",
+    Shown.CHANGED: "changed after being paid or sent", Shown.PAID_TWICE: "paid twice",
+    Shown.CONFLICT: "conflict", Shown.UNKNOWN: "unknown outcome", Shown.IN_DOUBT: "in doubt",
+    Shown.HELD: "held by the payee check"})
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,15 @@ after its last call. A view of the one read model (``Summary``), like every repo
 
 from __future__ import annotations
 
+from runner.lifecycle import Outcome, PlanAction, Shown
 from runner.summary.amounts import money_text, number_text
 from runner.summary.model import ItemLine, Summary
 
 # The item states in the first line; refused and invalid items have lines of their own (they
 # are not items of the job in the state: refused ones belong to another job, invalid ones
 # were never sent).
-ORDER = ("settled", "pending", "awaiting_confirm", "failed", "changed", "paid_twice",
-         "conflict", "unknown", "in_doubt", "held")
+ORDER = (Shown.SETTLED, Shown.PENDING, Shown.AWAITING_CONFIRM, Shown.FAILED, Shown.CHANGED,
+         Shown.PAID_TWICE, Shown.CONFLICT, Shown.UNKNOWN, Shown.IN_DOUBT, Shown.HELD)
 NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is the same batch, "
             "whose items are paid once")
 
@@ -28,7 +29,7 @@ def status_lines(summary: Summary) -> list[str]:
     lines = [f"{summary.job}: {len(summary.items)} items: {counts or 'none yet'}"]
     lines += _stopped(summary)
     stages = summary.stages
-    if summary.counts.get("pending") and list(stages) != ["not started"]:
+    if summary.counts.get(Shown.PENDING) and list(stages) != ["not started"]:
         lines.append("  pending: " + ", ".join(f"{n} {STAGES[k]}" for k, n in stages.items()))
     for t in summary.totals:
         if t.senders:
@@ -36,9 +37,9 @@ def status_lines(summary: Summary) -> list[str]:
             if t.twice:
                 fees += f", paid twice {number_text(t.twice, t.currency)}"
             lines.append(f"  {t.currency}: sent {number_text(t.sent, t.currency)}{fees}")
-    failed = [i for i in summary.failed if i.state == "failed"]
+    failed = [i for i in summary.failed if i.state == Shown.FAILED]
     lines += [f"  failed {i.external_id} (row {i.row}): {i.code} {i.message}" for i in failed]
-    lines += _more(summary.counts.get("failed", 0) - len(failed), "failed")
+    lines += _more(summary.counts.get(Shown.FAILED, 0) - len(failed), "failed")
     lines += [f"  changed {i.external_id} (row {i.row}){_who(i)}: {i.check}"
               for i in summary.left_unpaid]
     lines += _more(summary.left_unpaid.more, "changed")
@@ -46,22 +47,23 @@ def status_lines(summary: Summary) -> list[str]:
         lines.append(NEW_NAME)
     lines += [f"  in doubt {i.external_id} (row {i.row}): the {i.intent} was sent and its "
               f"answer lost; the next run looks it up before anything"
-              for i in summary.needs_person if i.state == "in_doubt"]
+              for i in summary.needs_person if i.state == Shown.IN_DOUBT]
     lines += [f"  needs a person {i.external_id} (row {i.row}): {i.check}"
-              for i in summary.needs_person if i.state in ("conflict", "unknown", "held")]
+              for i in summary.needs_person
+              if i.state in (Shown.CONFLICT, Shown.UNKNOWN, Shown.HELD)]
     lines += [f"  paid twice {i.external_id} (row {i.row}){_who(i)}: {i.check}"
-              for i in summary.needs_person if i.state == "paid_twice"]
+              for i in summary.needs_person if i.state == Shown.PAID_TWICE]
     lines += _more(summary.needs_person.more, "needing a person")
     lines += [f"  payee check {i.external_id} (row {i.row}) {i.beneficiary} ({i.identifier}): "
-              f"{i.payee}" for i in summary.payees if i.state != "held"]
+              f"{i.payee}" for i in summary.payees if i.state != Shown.HELD]
     lines += _more(summary.payees.more, "payee findings")
     for external_id, why in summary.refused:
         lines.append(f"  refused {external_id}: {why}")
-    if summary.counts.get("refused") and not summary.refused:  # the run's list is not kept
-        lines.append(f"  refused: {summary.counts['refused']} item(s) already handled by "
+    if summary.counts.get(PlanAction.REFUSED) and not summary.refused:  # the run's list is not kept
+        lines.append(f"  refused: {summary.counts[PlanAction.REFUSED]} item(s) already handled by "
                      f"another job; not paid again")
-    if summary.counts.get("invalid"):
-        lines.append(f"  invalid: {summary.counts['invalid']} item(s) not sent; "
+    if summary.counts.get(PlanAction.INVALID):
+        lines.append(f"  invalid: {summary.counts[PlanAction.INVALID]} item(s) not sent; "
                      f"`runner validate` lists the problems")
     return lines
 
@@ -70,7 +72,7 @@ def _who(item: ItemLine) -> str:
     """``, Jo Doe (EUR 1,183.68 paid)``: who, and what was paid or sent."""
     text = f", {item.beneficiary}" if item.beneficiary else ""
     if item.source_amount is not None:
-        done = "paid" if item.outcome == "settled" else "sent"
+        done = "paid" if item.outcome == Outcome.SETTLED else "sent"
         text += f" ({money_text(item.source_amount, item.source_currency)} {done})"
     return text
 

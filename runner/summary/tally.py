@@ -14,19 +14,23 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any, overload
 
+from runner.lifecycle import PlanAction, Shown
 from runner.summary.lines import ItemLine, stage
 from runner.summary.totals import Sums, money_group
 
-STATES = ("settled", "pending", "awaiting_confirm", "failed", "refused", "invalid",
-          "changed", "paid_twice", "conflict", "unknown", "in_doubt", "held")
+# The items' states as they are shown, and the rows a run's plan refused (rule 7) or found
+# invalid, which it counted.
+STATES = (Shown.SETTLED, Shown.PENDING, Shown.AWAITING_CONFIRM, Shown.FAILED,
+          PlanAction.REFUSED, PlanAction.INVALID, Shown.CHANGED, Shown.PAID_TWICE,
+          Shown.CONFLICT, Shown.UNKNOWN, Shown.IN_DOUBT, Shown.HELD)
 # The states that make a run exit 1: an item that did not end well, or may not have (a
 # changed item: its row's new request is left unpaid; one paid twice), or is held (by its payee
 # check, or as a possible duplicate) until a person decides.
-PROBLEMS = ("failed", "refused", "invalid", "changed", "paid_twice", "conflict", "unknown",
-            "in_doubt", "held")
-REVIEW = ("conflict", "unknown", "in_doubt", "held")
+PROBLEMS = (Shown.FAILED, PlanAction.REFUSED, PlanAction.INVALID, Shown.CHANGED,
+            Shown.PAID_TWICE, Shown.CONFLICT, Shown.UNKNOWN, Shown.IN_DOUBT, Shown.HELD)
+REVIEW = (Shown.CONFLICT, Shown.UNKNOWN, Shown.IN_DOUBT, Shown.HELD)
 # The states a person must act on, listed together (``Tally.needs_person``).
-FOR_A_PERSON = (*REVIEW, "paid_twice")
+FOR_A_PERSON = (*REVIEW, Shown.PAID_TWICE)
 # Each list a person reads shows this many items at most; the CSV has them all.
 LIST_LIMIT = 50
 # How far pending items went, in the order a reader counts them.
@@ -90,7 +94,7 @@ class Tally:
         self.limit = limit
         self.items, self.failed, self.needs_person, self.pending, self.awaiting_confirm, \
             self.with_details, self.left_unpaid, self.payees = (Listed(limit) for _ in range(8))
-        self.counts = {k: 0 for k in STATES}
+        self.counts: dict[str, int] = {k: 0 for k in STATES}
         self.stages = {k: 0 for k in STAGES}  # pending items by ``lines.stage``
         self.unpriced = 0
         self.paid = 0  # items whose money was paid (settled, and changed since)
@@ -101,18 +105,18 @@ class Tally:
     def add(self, i: ItemLine) -> None:
         self.items.add(i)
         self.counts[i.state] = self.counts.get(i.state, 0) + 1
-        for listed, yes in ((self.failed, i.state in ("failed", "refused")),
+        for listed, yes in ((self.failed, i.state in (Shown.FAILED, PlanAction.REFUSED)),
                             (self.needs_person, i.state in FOR_A_PERSON),
-                            (self.pending, i.state == "pending"),
-                            (self.awaiting_confirm, i.state == "awaiting_confirm"),
+                            (self.pending, i.state == Shown.PENDING),
+                            (self.awaiting_confirm, i.state == Shown.AWAITING_CONFIRM),
                             (self.with_details, bool(i.details)),
-                            (self.left_unpaid, i.state == "changed"),
+                            (self.left_unpaid, i.state == Shown.CHANGED),
                             (self.payees, bool(i.payee))):
             if yes:
                 listed.add(i)
-        if i.state == "pending":
+        if i.state == Shown.PENDING:
             self.stages[stage(i)] += 1
-        if i.state != "settled" and i.source_amount is None:
+        if i.state != Shown.SETTLED and i.source_amount is None:
             self.unpriced += 1
         group = money_group(i)
         if group == "paid":
@@ -124,7 +128,7 @@ class Tally:
             sums = self.groups.setdefault("twice", {})
             sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.twice_amount
         self.sums.add(i)
-        final = i.state not in ("pending", "awaiting_confirm")
+        final = i.state not in (Shown.PENDING, Shown.AWAITING_CONFIRM)
         self._hash.update(json.dumps([i.external_id, i.state, i.step, str(i.source_amount),
                                       str(i.twice_amount),
                                       str(i.fee), str(i.destination_amount),

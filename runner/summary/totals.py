@@ -8,18 +8,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from runner.lifecycle import Shown
 from runner.summary.lines import ItemLine
 
 # Where an item's money is, by its state: planned = paid + failed + pending + to check.
-MONEY = {"settled": "paid", "paid_twice": "paid", "failed": "failed", "pending": "pending",
-         "awaiting_confirm": "pending", "conflict": "to check", "unknown": "to check",
-         "in_doubt": "to check", "held": "to check"}
+MONEY: dict[str, str] = {
+    Shown.SETTLED: "paid", Shown.PAID_TWICE: "paid", Shown.FAILED: "failed",
+    Shown.PENDING: "pending", Shown.AWAITING_CONFIRM: "pending", Shown.CONFLICT: "to check",
+    Shown.UNKNOWN: "to check", Shown.IN_DOUBT: "to check", Shown.HELD: "to check"}
 
 
 def money_group(i: ItemLine) -> str | None:
     """Where ``i``'s money is (``MONEY``): a changed item's is where its outcome says (paid,
     or on its way), whatever its row asks now."""
-    return MONEY.get(i.outcome if i.state == "changed" else i.state)
+    return MONEY.get(i.outcome if i.state == Shown.CHANGED else i.state)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from runner.job.collection import (
     PaymentOrderItem,
     RefundItem,
 )
+from runner.lifecycle import Outcome
 from runner.provider.collection import order_ref
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ class SentOperations:
                 continue
             found.append(SentOperation(
                 r.external_id, r.job_name, r.kind, r.provider_ref, amount,
-                r.outcome == "settled" and not r.intent, r.fingerprint))
+                r.outcome == Outcome.SETTLED and not r.intent, r.fingerprint))
         return cls(found, job_name)
 
     def claim(self, order_id: str, operation: str, item_fingerprint: str) -> bool:
