@@ -7,9 +7,11 @@ its next tick, so the run's poll loop ends at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -237,11 +239,10 @@ def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: Running
     PID is trusted only in this boot and PID namespace, and across namespaces the job's
     lock file (which the kernel drops with its holder) tells."""
     row = _lease_row(whose)
-    holder = open_store(state)
-    try:
-        holder.db.table("leases").insert(row)
-    finally:
-        holder.close()
+    open_store(state).close()  # made, at runner's schema
+    with contextlib.closing(sqlite3.connect(state)) as db, db:
+        db.execute(f"INSERT INTO leases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                   list(row.values()))
     lock = JobLock(state, JOB_NAME)
     if whose.endswith("its lock held"):  # a live process on this kernel holds it
         assert lock.take() is True
@@ -258,11 +259,8 @@ def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: Running
     assert result == (0, [f"{JOB_NAME}: 3 items: 3 settled", "  EUR: sent 60.00, fees 4.50"],
                       [])
     assert confirmed(sb) == EVERY
-    holder = open_store(state)
-    try:
-        assert list(holder.db.table("leases").rows) == []  # released at the end
-    finally:
-        holder.close()
+    with contextlib.closing(sqlite3.connect(state)) as db:
+        assert db.execute("SELECT * FROM leases").fetchall() == []  # released at the end
     assert lock.take() is True  # and its lock let go
 
 

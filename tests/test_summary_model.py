@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -110,7 +111,7 @@ def test_headline_of_a_clean_run_and_one_needing_review(store: StateStore) -> No
     assert build_summary(store, JOB).headline == f"{JOB}: 1 paid (EUR 100.00), 1 needs review"
 
 
-def test_the_latest_run(store: StateStore) -> None:
+def test_the_latest_run(store: StateStore, tmp_path: Path) -> None:
     assert build_summary(store, JOB).run is None
     first = store.start_run(JOB, "job.yaml")
     store.end_run(first, 0, {})
@@ -119,7 +120,8 @@ def test_the_latest_run(store: StateStore) -> None:
     run = build_summary(store, JOB).run
     assert run is not None and (run.id, run.state, run.duration) == (second, "running", None)
     # A run killed without releasing its lease: its heartbeat goes stale.
-    store.db.execute("UPDATE leases SET heartbeat_at = ?", [time.time() - 3600])
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        db.execute("UPDATE leases SET heartbeat_at = ?", [time.time() - 3600])
     run = build_summary(store, JOB).run
     assert run is not None and (run.id, run.state) == (second, "interrupted")
     store.release_lease(JOB, token)

@@ -2,9 +2,11 @@
 
 ``StateStore`` (``store``) is the interface every other part uses; ``records`` are the typed
 rows it hands out (``ItemRecord``, ``AttemptRecord``, ``RunRecord``), ``history`` those of a
-failed item's retries and a run's approval; ``sqlite`` is the default backend, one SQLite
-file; ``postgres`` a PostgreSQL database that several hosts share (``locations``: which).
-``open_store`` picks the backend for a location (``empty_store``: nothing, in memory).
+failed item's retries and a run's approval. It runs its queries through a connector
+(``connector``): ``sqlite``, the default backend, one SQLite file; ``postgres``, a
+PostgreSQL database that several hosts share (``locations``: which), each with its SQL in
+its own dialect (``sql/sqlite.sql``, ``sql/postgresql.sql``). ``open_store`` picks the
+backend for a location (``empty_store``: nothing, in memory).
 """
 
 from __future__ import annotations
@@ -31,8 +33,6 @@ def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
     """The state store at ``location`` (a SQLite file, created with its folder if new; or a
     PostgreSQL database, its tables created if new; text is read as ``--state`` is); with
     ``create`` False a missing one is StateMissing, for the commands that only read."""
-    from runner.state.sqlite import SqliteStore
-
     if isinstance(location, str):  # read as --state reads it: a database, or a path
         location = parse_location(location)
     if is_database_url(location):
@@ -48,14 +48,20 @@ def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
     if not create and not location.is_file():
         raise StateMissing(f"{location}: no state database here (nothing has run with this "
                            f"--state yet?)")
-    return SqliteStore(location)
+    return _sqlite_store(location)
 
 
 def empty_store() -> StateStore:
     """A state holding nothing, in memory: what a plan reads before a job's first run."""
-    from runner.state.sqlite import SqliteStore
+    return _sqlite_store(None)
 
-    return SqliteStore(None)
+
+def _sqlite_store(path: Path | None) -> StateStore:
+    from runner.state.leases import SoleLease
+    from runner.state.sqlite import SqliteConnector
+
+    connector = SqliteConnector(path)
+    return StateStore(connector, SoleLease(connector, path))
 
 
 @contextlib.contextmanager

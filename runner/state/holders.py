@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.state.store import LEASE_TTL
-
+# A lease not refreshed for this long is abandoned: its run died without releasing it.
+LEASE_TTL = 30.0
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 PID_NAMESPACE = "/proc/self/ns/pid"
 

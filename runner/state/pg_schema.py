@@ -22,6 +22,7 @@ from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
 from runner.state.opening import _expected, refuse_missing
+from runner.state.records import now_iso
 from runner.state.sqlite_schema import (
     MIGRATION_0008,
     MIGRATION_0011,
@@ -30,7 +31,6 @@ from runner.state.sqlite_schema import (
     MIGRATION_0015,
 )
 from runner.state.sqlite_schema import migrations as sqlite_migrations
-from runner.state.store import now_iso
 
 TABLE = "_runner_migrations"
 SET = "runner"

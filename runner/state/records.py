@@ -11,7 +11,9 @@ store's ``update_item``/``end_attempt``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -22,6 +24,23 @@ from runner.state.history import Approval, EarlierPaid, derived_ref
 # in the collection service (``PO0000000001``, ``QT0000000001``).
 ProviderId = int | str
 AMOUNTS = ("source_amount", "fee", "destination_amount")
+PROVIDER_IDS = ("quotation_id", "transaction_id")
+_WHOLE_NUMBER = re.compile(r"-?\d+")
+
+
+def now_iso() -> str:
+    """A record's stamp: now, in UTC, to the microsecond."""
+    # On every write: isoformat is several times cheaper than strftime.
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def provider_id(value: Any) -> ProviderId | None:
+    """A provider's id as the state gives it back: a whole number as ``int`` (the money
+    transfer service's ids, which SQLite's column affinity keeps as numbers and PostgreSQL's
+    text column as text), anything else as it is (``PO0000000001``)."""
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value):
+        return int(value)
+    return value  # type: ignore[no-any-return]
 
 
 class ItemChanges(Changes, total=False):
@@ -112,13 +131,16 @@ class ItemRecord:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ItemRecord:
-        """A record from the database's columns (amounts are stored as exact text; the
-        columns of cooperating workers' claims are not the item's)."""
+        """A record from the database's columns, on either backend (amounts are stored as
+        exact text, provider ids as ``provider_id`` reads them; the columns of cooperating
+        workers' claims are not the item's)."""
         row = {name: row[name] for name in COLUMNS if name in row}
         for name in AMOUNTS:
             value = row.get(name)
             if value is not None:
                 row[name] = Decimal(value)
+        for name in PROVIDER_IDS:
+            row[name] = provider_id(row.get(name))
         return cls(**row)
 
 

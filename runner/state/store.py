@@ -3,8 +3,14 @@
 The engine commits an item's intent before each non-idempotent call and the outcome after
 (exactly-once rule 2), takes the job's lease (rule 6), and asks who else holds an
 external_id (rule 7); the validation asks what operations were already sent; the summary
-reads items and the latest run. A backend is one module implementing this class
-(``runner.state.sqlite`` is the default); nothing outside ``runner.state`` writes SQL.
+reads items and the latest run. Nothing outside ``runner.state`` writes SQL.
+
+One class for both backends, composed: a ``Connector`` (``runner.state.connector``: SQLite
+or PostgreSQL, each with its SQL in its own dialect, ``runner/state/sql``), the job's lease
+(``runner.state.leases``: one run per job on SQLite, shared on PostgreSQL), and the parts
+that hold the queries: ``runs``, ``items``, ``payees``, ``workers`` (claims and the job's
+steps) and ``passes`` (the staged plan, the passes, the rest). ``dump`` and ``load`` move a
+whole state (``runner state copy``).
 
 Each method that changes something is one committed transaction: when it returns, the change
 survives the process being killed.
@@ -14,15 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Unpack
 
-from runner.errors import StateError
-from runner.lifecycle import Outcome
+from runner.errors import LeaseHeld, StateError
+from runner.state.connector import Connector, Row
 from runner.state.history import Approval, RetryRecord
+from runner.state.holders import LEASE_TTL
+from runner.state.items import ItemBook
+from runner.state.leases import Leases
+from runner.state.passes import PlanBook
+from runner.state.payees import PayeeBook
 from runner.state.records import (
     AttemptRecord,
     ItemChanges,
@@ -33,27 +42,37 @@ from runner.state.records import (
     RunRecord,
     Staged,
     WorkLeft,
+    now_iso,
 )
+from runner.state.runs import RunBook
+from runner.state.workers import Workers
 
-# A lease not refreshed for this long is abandoned: its run died without releasing it.
-LEASE_TTL = 30.0
-
-
-def now_iso() -> str:
-    # On every write: isoformat is several times cheaper than strftime.
-    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+__all__ = ["LEASE_TTL", "StateStore", "now_iso"]
 
 
-class StateStore(ABC):
+class StateStore:
     """Thread-safe: the engine's workers share one store."""
 
-    location: str  # where the state is, for messages (a path, or a URL without password)
-    #: Several processes (on several hosts) may work one job at once on this state: the
-    #: job's lease does not refuse a second run, and the steps of the whole job are shared.
-    shared: ClassVar[bool] = False
     #: The leases this process took ahead of its run (``hold_lease``): its run takes them
     #: over (``acquire_lease``) instead of being refused by them.
     held_here: ClassVar[set[str]] = set()
+
+    def __init__(self, db: Connector, leases: Leases) -> None:
+        self.db = db
+        self.leases = leases
+        self.location = db.location  # for messages (a path, or a URL without password)
+        self._runs = RunBook(db, leases)
+        self._items = ItemBook(db)
+        self._payees = PayeeBook(db)
+        self._workers = Workers(db, leases)
+        self._plans = PlanBook(db)
+
+    @property
+    def shared(self) -> bool:
+        """Several processes (on several hosts) may work one job at once on this state: the
+        job's lease does not refuse a second run, and the steps of the whole job are
+        shared."""
+        return self.leases.shared
 
     def __enter__(self) -> StateStore:
         return self
@@ -61,95 +80,90 @@ class StateStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        self.db.close()
 
     # ------------------------------------------------------------ runs and the lease
-    @abstractmethod
-    def start_run(self, job_name: str, job_file: str) -> int: ...
+    def start_run(self, job_name: str, job_file: str) -> int:
+        return self._runs.start_run(job_name, job_file)
 
-    @abstractmethod
     def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
         """What the run's checks found before anything was sent: how many items are
         invalid, and how many are refused because another job holds them (rule 7)."""
+        self._runs.note_checks(run_id, invalid, refused)
 
-    @abstractmethod
     def end_run(self, run_id: int, exit_code: int, counts: Mapping[str, int],
                 message: str = "", digest: str | None = None) -> None:
         """The run's end: its exit code, the item states, its closing message (why it
         stopped, e.g. what the balances lacked), which later summaries show, and the digest
         of the summary it ended with."""
+        self._runs.end_run(run_id, exit_code, counts, message, digest)
 
-    @abstractmethod
     def note_exit(self, run_id: int, exit_code: int) -> None:
         """The exit code the run's process exited with, when it is not the one ``end_run``
         wrote: decided after it (the summary's email failed, 3; a signal, 130 or 143)."""
+        self._runs.note_exit(run_id, exit_code)
 
-    @abstractmethod
     def note_inputs(self, run_id: int, digest: str) -> None:
         """The digest of the inputs (job, rows, templates) the run validated in full and
         worked on; ``RunRecord.inputs``."""
+        self._runs.note_inputs(run_id, digest)
 
-    @abstractmethod
     def note_lines(self, run_id: int, lines: Sequence[str]) -> None:
         """The closing lines the run printed (its status); ``RunRecord.lines``."""
+        self._runs.note_lines(run_id, lines)
 
-    @abstractmethod
     def work_left(self, job_name: str) -> WorkLeft:
         """One aggregate over the job's items: how many, how many are neither final nor a
         conflict (a run would work on them), and the latest ``updated_at``."""
+        return self._runs.work_left(job_name)
 
-    @abstractmethod
     def note_duplicates_allowed(self, run_id: int) -> None:
         """The run pays possible duplicates (``--allow-duplicates``); ``RunRecord``."""
+        self._runs.note_duplicates_allowed(run_id)
 
-    @abstractmethod
     def note_mailed(self, run_id: int) -> None:
         """The run's summary was emailed."""
+        self._runs.note_mailed(run_id)
 
-    @abstractmethod
     def runs(self, job_name: str) -> list[RunRecord]:
         """Every run of the job, oldest first, with the calls each sent (by step)."""
+        return self._runs.runs(job_name)
 
-    @abstractmethod
-    def answered_at(self, job_name: str, step: str) -> dict[str, str]:
-        """external_id -> when the provider answered the job's latest ``step`` call for it
-        (``confirm``: when it was confirmed)."""
-
-    @abstractmethod
     def note_approval(self, run_id: int, approval: Approval) -> None:
         """Who planned and who approved the plan this run applies."""
+        self._runs.note_approval(run_id, approval)
 
-    @abstractmethod
     def reopen_run(self, run_id: int) -> bool:
         """Run ``run_id`` again, by this process (its end cleared); False, and nothing
         changed, while a live process holds a lease for it."""
+        return self._runs.reopen_run(run_id)
 
-    @abstractmethod
     def note_plan_file(self, plan: PlanFileRecord) -> None:
         """Keep a plan file as `runner plan -o` made it (a plan id kept already stays)."""
+        self._runs.note_plan_file(plan)
 
-    @abstractmethod
     def plan_file(self, plan_id: str) -> PlanFileRecord | None:
         """The plan file kept under ``plan_id``, if any."""
+        return self._runs.plan_file(plan_id)
 
-    @abstractmethod
     def note_plan_applied(self, plan_id: str, run_id: int) -> None:
         """``run_id`` applies the plan ``plan_id`` (applying it again resumes that run)."""
+        self._runs.note_plan_applied(plan_id, run_id)
 
-    @abstractmethod
     def latest_run(self, job_name: str) -> RunRecord | None:
         """The run in progress (the lease holder) if any, else the latest that ended, else
         the latest started (a start refused by the lease leaves a run with no end)."""
+        return self._runs.latest_run(job_name)
 
-    @abstractmethod
     def acquire_lease(self, job_name: str, run_id: int) -> str:
         """Take the job's lease (a token), or raise LeaseHeld when a live run has it."""
+        return self.leases.acquire(job_name, run_id, StateStore.held_here)
 
-    @abstractmethod
     def heartbeat(self, job_name: str, token: str) -> None:
         """Refresh the lease; best effort, from a thread of its own: a failure is logged,
         never raised (the run's next write meets the same fault and ends the run)."""
+        self.leases.heartbeat(job_name, token)
 
     @contextlib.contextmanager
     def hold_lease(self, job_name: str) -> Iterator[None]:
@@ -174,63 +188,56 @@ class StateStore(ABC):
             StateStore.held_here.discard(token)
             self.release_lease(job_name, token)
 
-    @abstractmethod
-    def release_lease(self, job_name: str, token: str) -> None: ...
+    def release_lease(self, job_name: str, token: str) -> None:
+        self.leases.release(job_name, token)
 
     # ------------------------------------------------------------ items
-    @abstractmethod
-    def item(self, external_id: str) -> ItemRecord | None: ...
+    def item(self, external_id: str) -> ItemRecord | None:
+        return self._items.item(external_id)
 
-    @abstractmethod
     def items(self, job_name: str) -> Iterator[ItemRecord]:
         """The job's items in row order."""
+        return self._items.items(job_name)
 
-    @abstractmethod
     def item_pages(self, job_name: str, answered: str, size: int = 500
                    ) -> Iterator[list[tuple[ItemRecord, str | None]]]:
         """The job's items in row order, ``size`` at a time (a read of a batch of any size
         that never holds it all), each with when the provider answered its latest
         ``answered`` call (``confirm``: when it was confirmed; None: never)."""
+        return self._items.item_pages(job_name, answered, size)
 
-    @abstractmethod
     def owners(self, external_ids: Sequence[str]) -> dict[str, str]:
         """external_id -> the job holding it, for those of ``external_ids`` in the state."""
+        return self._items.owners(external_ids)
 
-    @abstractmethod
     def insert_items(self, records: Sequence[ItemRecord]) -> None:
         """New items in one transaction; each record gets its stamps in place."""
+        self._items.insert_items(records)
 
-    @abstractmethod
-    def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None: ...
+    def update_item(self, external_id: str, **changes: Unpack[ItemChanges]) -> None:
+        self._items.update_item(external_id, changes)
 
-    @abstractmethod
     def start_retry(self, retry: RetryRecord, **changes: Unpack[ItemChanges]) -> None:
         """Begin a failed item's next lineage: the retry is recorded (the attempt that
         failed and the new external_id) and the item reset by ``changes``, in one
         transaction."""
+        self._items.start_retry(retry, changes)
 
-    @abstractmethod
     def retries(self, job_name: str) -> list[RetryRecord]:
         """Every retry of the job's failed items, oldest first."""
+        return self._items.retries(job_name)
 
-    @abstractmethod
     def operations_sent(self, kinds: Sequence[str],
                         order_id: str | None = None) -> list[ItemRecord]:
         """Items of ``kinds`` (in every job) whose call reached the provider or may have:
         in doubt, settled or unknown, with the order they name in ``provider_ref``."""
+        return self._items.operations_sent(kinds, order_id)
 
     def resolve(self, job_name: str, external_id: str, outcome: str, note: str) -> None:
         """Record what a person found at the provider for an item runner could not settle
         (``unknown`` or ``conflict``): it is final from now on, and the note says why."""
-        record = self.item(external_id)
-        if record is None or record.job_name != job_name:
-            raise StateError(f"{external_id}: no such item in job {job_name}")
-        if record.outcome not in (Outcome.UNKNOWN, Outcome.CONFLICT):
-            raise StateError(f"{external_id} is {record.outcome}: only unknown or conflict "
-                             f"items are resolved by hand")
-        self._resolved(record, outcome, note)
+        self._items.resolve(job_name, external_id, outcome, note)
 
-    @abstractmethod
     def note_found(self, record: ItemRecord, note: str, **changes: Unpack[ItemChanges]
                    ) -> bool:
         """What `runner reconcile` found at the provider (a payment reversed after it
@@ -238,34 +245,30 @@ class StateStore(ABC):
         row (step ``reconcile``, the note), in one transaction, only while the item is still
         as ``record`` was read (its lineage, attempt, step and outcome: a run that moved it
         on since wins); True when written."""
-
-    @abstractmethod
-    def _resolved(self, record: ItemRecord, outcome: str, note: str) -> None:
-        """Write ``resolve``'s outcome and its attempt row, in one transaction."""
+        return self._items.note_found(record, note, changes)
 
     # ------------------------------------------------------------ payee checks
-    @abstractmethod
     def payee_checks(self, accounts: Sequence[str]) -> dict[str, PayeeCheck]:
         """account -> what the provider last answered about it, for those of ``accounts``
         it answered about (``runner.payees``)."""
+        return self._payees.payee_checks(accounts)
 
-    @abstractmethod
     def keep_payee_checks(self, checks: Sequence[PayeeCheck]) -> None:
         """Keep the provider's answers (each replacing the account's earlier one), in one
         transaction."""
+        self._payees.keep_payee_checks(checks)
 
-    @abstractmethod
     def accept_payee(self, acceptance: PayeeAcceptance) -> None:
         """Record a person's acceptance of an item's payee (replacing an earlier one)."""
+        self._payees.accept_payee(acceptance)
 
-    @abstractmethod
     def payee_acceptances(self, job_name: str, external_ids: Sequence[str]
                           ) -> dict[str, PayeeAcceptance]:
         """external_id -> the acceptance of its payee, for those of ``external_ids`` that
         have one."""
+        return self._payees.payee_acceptances(job_name, external_ids)
 
     # ------------------------------------------------------------ attempts (rule 2)
-    @abstractmethod
     def begin_attempt(self, run_id: int, external_id: str, step: str,
                       request: Mapping[str, Any],
                       answered: tuple[int, ItemChanges] | None = None) -> int:
@@ -273,23 +276,22 @@ class StateStore(ABC):
         ``answered``: the item's previous call (its attempt id) answered, and what the
         answer made of the item, committed in the same transaction (as ``end_attempt(id,
         external_id, "ok", http_status=200, resolved=False, **changes)`` would, before)."""
+        return self._items.begin_attempt(run_id, external_id, step, request, answered)
 
-    @abstractmethod
     def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
                     http_status: int | None = None, code: str | None = None,
                     message: str | None = None, resolved: bool = True,
                     **changes: Unpack[ItemChanges]) -> None:
         """Commit the outcome, with what the item becomes, in one transaction; ``resolved``
         False leaves the item in doubt (its intent kept) unless ``changes`` clear it."""
+        self._items.end_attempt(attempt_id, external_id, result, http_status=http_status,
+                                code=code, message=message, resolved=resolved,
+                                changes=changes)
 
-    @abstractmethod
-    def attempts(self, external_id: str) -> list[AttemptRecord]: ...
+    def attempts(self, external_id: str) -> list[AttemptRecord]:
+        return self._items.attempts(external_id)
 
     # ------------------------------------------------------------ cooperating workers
-    # Several processes (on several hosts) may run one job together on a shared state
-    # (PostgreSQL). ``worker`` names one of them (unique: host, pid and a random part). With
-    # SQLite the job's lease makes the run the only worker, and these are trivially true.
-    @abstractmethod
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
                     ttl: float) -> list[ItemRecord]:
         """Take up to ``limit`` of the job's items whose outcome is one of ``outcomes``, in
@@ -298,18 +300,18 @@ class StateStore(ABC):
         for ``ttl`` seconds (of the database's clock), kept by ``refresh_claims``. Two
         workers never get the same item; an item taken over from a dead worker may be in
         doubt (``intent``): look it up before anything else (rule 3)."""
+        return self._workers.claim_items(job_name, worker, limit, outcomes, ttl)
 
-    @abstractmethod
     def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
         """The worker's heartbeat: its claims on the job's items last ``ttl`` seconds more;
         how many it still holds (a claim that expired and was taken by another is lost)."""
+        return self._workers.refresh_claims(job_name, worker, ttl)
 
-    @abstractmethod
     def release_claims(self, job_name: str, worker: str,
                        external_ids: Sequence[str] | None = None) -> None:
         """Give back the worker's claims (those on ``external_ids``, or all)."""
+        self._workers.release_claims(job_name, worker, external_ids)
 
-    @abstractmethod
     def job_step(self, job_name: str, step: str,
                  digest: str) -> contextlib.AbstractContextManager[bool]:
         """A step that belongs to the whole job (validation and the plan, the balance check
@@ -317,8 +319,8 @@ class StateStore(ABC):
         worker that must do it (the step is recorded done, for ``digest``, when its block
         ends without an exception), False when it is done already. While one worker is in
         the block, the others wait at its start; when it fails, the next one does it."""
+        return self._workers.job_step(job_name, step, digest)
 
-    @abstractmethod
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
         """The worker has no more work (``claim_items`` gave it nothing): its live claims
         are released (those it gave up stay expired, for another to take over). True for
@@ -326,26 +328,24 @@ class StateStore(ABC):
         recorded): the last to finish, when no other worker holds a live claim on the job's
         items. That worker writes the summary (and its email); its exit code is the
         summary's."""
+        return self._workers.finish_job(job_name, worker, key)
 
-    @abstractmethod
     def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
         """``run.rate_limit`` for all workers together: take the job's next ``count`` free
         slots, ``interval`` seconds apart, atomically; when the first is (the others follow
         it, ``interval`` apart). ``now`` is the caller's clock (``time.time`` or a test's),
         which cooperating hosts keep in step (NTP); the caller waits until the slot."""
+        return self._workers.rate_slot(job_name, interval, now, count)
 
     # ------------------------------------------------------------ a run's items in pages
-    # A run streams its items (``runner.engine.pages``): its plan is staged here before
-    # anything of it is recorded, and each phase takes its items from the state in pages.
-    @abstractmethod
     def stage_plan(self, job_name: str, staged: Sequence[Staged]) -> None:
         """Add to the job's staged plan (``clear_plan`` empties it first)."""
+        self._plans.stage_plan(job_name, staged)
 
-    @abstractmethod
     def clear_plan(self, job_name: str) -> None:
         """Forget the job's staged plan and its estimates (``set_rest``)."""
+        self._plans.clear_plan(job_name)
 
-    @abstractmethod
     def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
         """Record the staged plan in one transaction, once its checks passed: its new items
         (``action`` new), the rows of resumed items that changed before anything was sent
@@ -356,28 +356,28 @@ class StateStore(ABC):
         payee checks' findings: each item's kept with it, an item the check holds
         (``action`` held) recorded ``held`` (with the plan's ``why``) unless it is final or
         in doubt, and one held before that the plan pays now pending again."""
+        self._plans.record_plan(job_name, kind, conflict)
 
-    @abstractmethod
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         """external_id -> its staged plan entry, for those of ``external_ids`` staged."""
+        return self._plans.staged(job_name, external_ids)
 
-    @abstractmethod
     def staged_with(self, job_name: str, actions: Sequence[str]) -> Iterator[Staged]:
         """The staged entries of ``actions``, in row order (read in pages)."""
+        return self._plans.staged_with(job_name, actions)
 
-    @abstractmethod
     def same_payments(self, job_name: str, contents: Collection[str]
                       ) -> dict[str, list[tuple[str, int, str]]]:
         """content -> the first two of the job's items in the state paying it (the digest of
         what it pays, ``runner.engine.duplicates``), in row order, as (external_id, row,
         outcome): those failed with nothing paid, and those held (never paid), left out.
         Two: one of them may be the item asking."""
+        return self._items.same_payments(job_name, contents)
 
-    @abstractmethod
     def items_by_id(self, external_ids: Sequence[str]) -> dict[str, ItemRecord]:
         """external_id -> its record, for those of ``external_ids`` in the state."""
+        return self._items.items_by_id(external_ids)
 
-    @abstractmethod
     def claim_next(self, job_name: str, worker: str, limit: int, ttl: float, pass_key: str,
                    *, intent: str | None = None, step: str | None = None,
                    before: str | None = None) -> list[ItemRecord]:
@@ -390,48 +390,93 @@ class StateStore(ABC):
         died. [] when the pass is over. With several live workers, a page near the pass's
         end is smaller than ``limit``: a fair share of what is left, so that they end the
         pass together."""
+        return self._plans.claim_next(job_name, worker, limit, ttl, pass_key, intent=intent,
+                                      step=step, before=before)
 
-    @abstractmethod
     def claimants(self, job_name: str) -> list[str]:
         """The workers holding a live claim on one of the job's open items."""
+        return self._plans.claimants(job_name)
 
-    @abstractmethod
     def expire_claims(self, job_name: str, worker: str) -> None:
         """The worker is known dead (its process is gone from this host), or gives up the
         page it holds unfinished (it stops): its claims expire now, for another to take its
         items over (``claim_next`` takes them first)."""
+        self._plans.expire_claims(job_name, worker)
 
-    @abstractmethod
     def drop_claims(self, job_name: str) -> None:
         """Forget every claim on the job's items: a run that holds the job's lease alone
         (SQLite) is its only worker, and the claims of a run that died are void."""
+        self._plans.drop_claims(job_name)
 
-    @abstractmethod
     def end_passes(self, job_name: str) -> None:
         """Forget the cursors of the job's passes (its round of work is over)."""
+        self._plans.end_passes(job_name)
 
-    @abstractmethod
     def restart_passes(self, job_name: str, prefix: str) -> None:
         """Forget the cursors of the job's passes whose names start with ``prefix``: the
         next page of each is its first again."""
+        self._plans.restart_passes(job_name, prefix)
 
-    @abstractmethod
     def step_done_at(self, job_name: str, step: str) -> str | None:
         """When the job's ``step`` (``job_step``) was last done; None: not done."""
+        return self._workers.step_done_at(job_name, step)
 
-    @abstractmethod
     def forget_step(self, job_name: str, step: str) -> None:
         """The job's ``step`` is to be done again (by the next worker to come)."""
+        self._workers.forget_step(job_name, step)
 
-    @abstractmethod
     def set_rest(self, job_name: str, amounts: Mapping[str, Decimal],
                  fees: Mapping[str, Decimal] | None = None) -> None:
         """What the job's items to pay are estimated to cost per balance (the plan's), and
         the fees estimated for those not quoted yet (``runner.engine.fees``)."""
+        self._plans.set_rest(job_name, amounts, fees)
 
-    @abstractmethod
     def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
         """Take ``taken`` (a window's estimates, now costed by quotations) off what the job's
         items to pay are estimated to cost, with their share of the estimated fees (in
         proportion to the amounts), atomically for every worker; what is left, fees
         included."""
+        return self._plans.take_rest(job_name, taken)
+
+    # ------------------------------------------------------------ a whole state
+    def require_idle(self) -> None:
+        """LeaseHeld when a run is live on this state (a lease of any job is fresh)."""
+        for lease in self.db.read(self.db.sql("all_leases")):
+            if self.leases.alive(lease):
+                raise LeaseHeld(f"{self.location}: job {lease['job_name']} is being run (pid "
+                                f"{lease['pid']} on {lease['host']}); copy when it has ended")
+
+    def require_empty(self, tables: Collection[str]) -> None:
+        """StateError when one of ``tables`` has a row: this state holds something."""
+        for table in tables:
+            if self.db.read(self.db.sql("any_row", table=table)):
+                raise StateError(f"{self.location}: already holds a state (its {table} "
+                                 "table has rows); copy into a new, empty one")
+
+    def dump(self, tables: Mapping[str, Collection[str]]
+             ) -> Iterator[tuple[str, tuple[str, ...], Iterator[list[Row]]]]:
+        """Each of ``tables`` (name -> columns) as (table, columns, its rows a page at a
+        time); the pages of one table are read before the next table's."""
+        for table, columns in tables.items():
+            names = tuple(sorted(columns))
+            yield table, names, self.db.stream(self.db.sql("dump", table=table, columns=names))
+
+    def load(self, tables: Iterator[tuple[str, tuple[str, ...], Iterator[list[Row]]]]
+             ) -> dict[str, int]:
+        """The rows of ``dump`` (another state's) written here, in one transaction: all or
+        none. How many rows each table had."""
+        counts: dict[str, int] = {}
+
+        def work(tx: Any) -> None:
+            for table, columns, pages in tables:
+                counts[table] = 0
+                for page in pages:
+                    tx.load(self.db.sql("load", table=table, columns=columns),
+                            [[row[c] for c in columns] for row in page])
+                    counts[table] += len(page)
+            if self.db.dialect == "postgresql":
+                for table in ("runs", "attempts", "retries"):  # the next id after the copies
+                    tx.read(self.db.sql("reset_ids", table=table))
+        self.db.transaction(work)
+        return counts
+

@@ -1,102 +1,80 @@
-"""Cooperating workers in one SQLite state: the claims, the job's steps and the shared rate
-slot of ``StateStore`` (see its docs), for a backend whose run is the job's only worker.
-
-With SQLite the job's lease (rule 6) lets one run at a time work a job, so nothing here
-waits for another process: claims are kept (the same columns as PostgreSQL's, so that
-``runner state copy`` moves them both ways) and honoured, and a step is done once per digest.
-``runner.state.postgres`` overrides each with its concurrent form.
+"""Cooperating workers on either backend: the claims, the job's steps and its finish, and
+the shared rate slot of ``StateStore`` (see its docs). With SQLite the job's lease (rule 6)
+lets one run at a time work a job, so nothing here waits for another process and these are
+trivially true; with PostgreSQL any number of processes share the job, and the same
+statements hold for them: a claim is a row marked with its worker and an expiry on the
+database's clock, taken with ``FOR UPDATE SKIP LOCKED``; the job's finish is one transaction
+under the job's lock; a step is done under the lock the leases give (``Leases.step``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
-from runner.state.records import ItemRecord
-from runner.state.store import StateStore, now_iso
-
-_CLAIMABLE = "(claimed_by IS NULL OR claim_expires <= ?)"
+from runner.state.connector import Connector, Tx
+from runner.state.leases import Leases
+from runner.state.records import ItemRecord, now_iso
 
 
-class LocalWorkers(StateStore):
-    """The coordination methods over ``_run`` and ``_rows`` (``?`` parameters)."""
+class Workers:
+    """The workers' part of the store."""
 
-    # The backend's SQL for the larger of two values, and for "differs, NULL included".
-    _GREATEST = "max"
-    _DISTINCT = "IS NOT"
-
-    def _run(self, *statements: Any) -> int:
-        raise NotImplementedError
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    def __init__(self, db: Connector, leases: Leases) -> None:
+        self.db = db
+        self.sql = db.sql
+        self.leases = leases
 
     def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
                     ttl: float) -> list[ItemRecord]:
-        now = time.time()
-        marks = ", ".join("?" * len(outcomes))
-        rows = self._rows(
-            "UPDATE items SET claimed_by = ?, claim_expires = ? WHERE external_id IN "
-            f"(SELECT external_id FROM items WHERE job_name = ? AND outcome IN ({marks}) "
-            f"AND {_CLAIMABLE} ORDER BY row LIMIT ?) RETURNING *",
-            [worker, now + ttl, job_name, *outcomes, now, limit])
+        rows = self.db.write(self.sql("claim_items"), worker=worker, now=time.time(), ttl=ttl,
+                             job_name=job_name, outcomes=list(outcomes), size=limit)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
     def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
-        rows = self._rows("UPDATE items SET claim_expires = ? WHERE job_name = ? AND "
-                          "claimed_by = ? RETURNING external_id",
-                          [time.time() + ttl, job_name, worker])
-        return len(rows)
+        return len(self.db.write(self.sql("refresh_claims"), now=time.time(), ttl=ttl,
+                                 job_name=job_name, worker=worker))
 
     def release_claims(self, job_name: str, worker: str,
                        external_ids: Sequence[str] | None = None) -> None:
-        sql = ("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE job_name = ? "
-               "AND claimed_by = ?")
-        args: list[Any] = [job_name, worker]
-        if external_ids is not None:
-            sql += f" AND external_id IN ({', '.join('?' * len(external_ids))})"
-            args += external_ids
-        self._run(sql, args)
+        if external_ids is None:
+            self.db.write(self.sql("release_claims"), job_name=job_name, worker=worker)
+        else:
+            self.db.write(self.sql("release_claims_of"), job_name=job_name, worker=worker,
+                          ids=list(external_ids))
 
     @contextlib.contextmanager
     def job_step(self, job_name: str, step: str, digest: str) -> Iterator[bool]:
-        done = self._rows("SELECT digest FROM job_steps WHERE job_name = ? AND step = ?",
-                          [job_name, step])
-        if done and done[0]["digest"] == digest:
-            yield False
-            return
-        yield True
-        self._run("INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
-                  "(?, ?, ?, NULL, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
-                  "excluded.digest, done_at = excluded.done_at",
-                  [job_name, step, digest, now_iso()])
+        with self.leases.step(job_name, step):
+            done = self.db.read(self.sql("step_digest"), job_name=job_name, step=step)
+            if done and done[0]["digest"] == digest:
+                yield False
+                return
+            yield True
+            self.db.write(self.sql("step_done"), job_name=job_name, step=step, digest=digest,
+                          done_at=now_iso())
+
+    def step_done_at(self, job_name: str, step: str) -> str | None:
+        rows = self.db.read(self.sql("step_done_at"), job_name=job_name, step=step)
+        return rows[0]["done_at"] if rows else None
+
+    def forget_step(self, job_name: str, step: str) -> None:
+        self.db.write(self.sql("forget_step"), job_name=job_name, step=step)
 
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
-        self._run("UPDATE items SET claimed_by = NULL, claim_expires = NULL WHERE job_name = ? "
-                  "AND claimed_by = ? AND claim_expires > ?", [job_name, worker, time.time()])
-        if self._rows("SELECT 1 FROM items WHERE job_name = ? AND claimed_by IS NOT NULL "
-                      "AND claim_expires > ? LIMIT 1", [job_name, time.time()]):
-            return False  # another worker still works (none does, under the lease)
-        return self._mark_finished(self._rows, job_name, worker, key)
-
-    def _mark_finished(self, rows: Callable[[str, list[Any]], list[Any]], job_name: str,
-                       worker: str, key: str) -> bool:
-        """The job's finish recorded for ``key`` by ``worker``: True unless it already was."""
-        return bool(rows(
-            "INSERT INTO job_steps (job_name, step, digest, done_by, done_at) VALUES "
-            "(?, 'finish', ?, ?, ?) ON CONFLICT (job_name, step) DO UPDATE SET digest = "
-            "excluded.digest, done_by = excluded.done_by, done_at = excluded.done_at "
-            f"WHERE job_steps.digest {self._DISTINCT} excluded.digest RETURNING digest",
-            [job_name, key, worker, now_iso()]))
+        def work(tx: Tx) -> bool:
+            now = time.time()  # SQLite's clock; PostgreSQL's statements read the database's
+            # What it gave up stays expired, for another to take over.
+            tx.write(self.sql("release_live_claims"), job_name=job_name, worker=worker,
+                     now=now)
+            if tx.read(self.sql("any_live_claim"), job_name=job_name, now=now):
+                return False  # another worker still works (none does, under SQLite's lease)
+            return bool(tx.write(self.sql("mark_finished"), job_name=job_name, digest=key,
+                                 worker=worker, done_at=now_iso()))
+        return self.db.transaction(work, lock=f"runner:finish:{job_name}")
 
     def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
         span = interval * count
-        rows = self._rows(
-            "INSERT INTO rate_slots (job_name, next_at) VALUES (?, ?) ON CONFLICT (job_name) "
-            f"DO UPDATE SET next_at = {self._GREATEST}(rate_slots.next_at, ?) + ? "
-            "RETURNING next_at",
-            [job_name, now + span, now, span])
+        rows = self.db.write(self.sql("rate_slot"), job_name=job_name, now=now, span=span)
         return float(rows[0]["next_at"]) - span
-

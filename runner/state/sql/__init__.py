@@ -1,0 +1,87 @@
+"""Each backend's SQL, in its own dialect, in one file: ``sqlite.sql`` and ``postgresql.sql``
+beside this module, the same names in both (as procrastinate keeps its ``queries.sql``).
+
+A file is a list of entries: a line ``-- name --``, a few comment lines saying what it does,
+then its SQL: one statement, or several (each ending with ``;`` at the end of a line) that
+make one change together. ``Queries(dialect)(name)`` gives an entry's statements; the
+connector of that dialect runs them (``runner.state.connector``).
+
+A few entries have slots in braces, filled here from runner's own names (never from input,
+and checked to be plain names): ``{changes}``, the columns one change of an item sets (each
+``column = <parameter set_column>``, in the dialect's parameter style), ``{item_columns}`` and
+``{item_marks}``, every column of an item, and ``{table}``, ``{columns}`` and ``{marks}`` for
+`runner state copy`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from runner.state.records import COLUMNS
+
+Dialect = Literal["sqlite", "postgresql"]
+Statements = tuple[str, ...]
+
+_ENTRY = re.compile(r"^-- (\w+) --$", re.M)
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+# A named parameter, and a positional one, in each dialect's style.
+_PARAMETER = {"sqlite": ":{}", "postgresql": "%({})s"}
+_MARK = {"sqlite": "?", "postgresql": "%s"}
+
+
+class Queries:
+    """The named statements of one dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.entries = _entries(dialect)
+
+    def __call__(self, name: str, *, changes: Sequence[str] = (), table: str = "",
+                 columns: Sequence[str] = ()) -> Statements:
+        """The statements of ``name``, their slots filled (``changes``: the item columns a
+        change sets; ``table`` and ``columns``: those of a copied table)."""
+        return _rendered(self.dialect, name, tuple(changes), table, tuple(columns))
+
+
+@cache
+def _entries(dialect: Dialect) -> dict[str, Statements]:
+    text = resources.files(__package__).joinpath(f"{dialect}.sql").read_text("utf-8")
+    parts = _ENTRY.split(text)
+    entries: dict[str, Statements] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        statements = tuple(s.strip() for s in "\n".join(lines).split(";\n") if s.strip())
+        entries[name] = tuple(s.removesuffix(";") for s in statements)
+    return entries
+
+
+@cache
+def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
+              columns: tuple[str, ...]) -> Statements:
+    statements = _entries(dialect)[name]
+    for given in (*changes, *columns, *([table] if table else [])):
+        if not _NAME.fullmatch(given):
+            raise ValueError(f"not a column or table name: {given!r}")
+    if any(c not in COLUMNS for c in changes):
+        raise ValueError(f"not an item column: {sorted(set(changes) - set(COLUMNS))}")
+    parameter, mark = _PARAMETER[dialect], _MARK[dialect]
+    slots = {
+        "{changes}": ", ".join(f"{c} = {parameter.format('set_' + c)}" for c in changes),
+        "{item_columns}": ", ".join(COLUMNS),
+        "{item_marks}": ", ".join([mark] * len(COLUMNS)),
+        "{table}": table,
+        "{columns}": ", ".join(columns),
+        "{marks}": ", ".join([mark] * len(columns)),
+    }
+    filled = []
+    for statement in statements:
+        if not changes:  # nothing but the stamp changes
+            statement = statement.replace("{changes}, ", "")
+        for slot, value in slots.items():
+            statement = statement.replace(slot, value)
+        filled.append(statement)
+    return tuple(filled)

@@ -1,0 +1,557 @@
+-- The PostgreSQL state's statements, by name (runner.state.sql loads them; runner.state.store
+-- and its parts run them through runner.state.postgres's connector). Parameters are named
+-- (%(name)s); a list is bound as an array. A name whose SQL has several statements is one
+-- change: they run in order in one transaction. A change on every call's path is one
+-- statement (data-modifying WITH parts, which PostgreSQL applies together or not at all):
+-- one round trip. Slots in braces are filled from runner's own names, never from input:
+-- {changes}, the columns a change sets ("column = %(set_column)s", one per column);
+-- {item_columns}, every column of an item; {table} and {columns} of `runner state copy`.
+-- Claims and leases count time on the database's clock: one clock for every host.
+-- The SQLite twin of each is in sqlite.sql, under the same name.
+
+-- ---------------------------------------------------------------- runs
+
+-- start_run --
+INSERT INTO runs (job_name, job_file, started_at, host, pid)
+VALUES (%(job_name)s, %(job_file)s, %(started_at)s, %(host)s, %(pid)s) RETURNING id;
+
+-- note_checks --
+UPDATE runs SET counts = %(counts)s WHERE id = %(run_id)s;
+
+-- end_run --
+UPDATE runs SET ended_at = %(ended_at)s, exit_code = %(exit_code)s, counts = %(counts)s,
+       message = %(message)s, digest = %(digest)s
+WHERE id = %(run_id)s;
+
+-- note_exit --
+UPDATE runs SET exit_code = %(exit_code)s WHERE id = %(run_id)s;
+
+-- note_inputs --
+UPDATE runs SET inputs = %(digest)s WHERE id = %(run_id)s;
+
+-- note_lines --
+UPDATE runs SET lines = %(lines)s WHERE id = %(run_id)s;
+
+-- note_duplicates_allowed --
+UPDATE runs SET allow_duplicates = 1 WHERE id = %(run_id)s;
+
+-- note_mailed --
+UPDATE runs SET mailed = 1 WHERE id = %(run_id)s;
+
+-- work_left --
+-- How many items the job has, how many a run would still work on, the latest change.
+SELECT count(*) AS all_items,
+       count(*) FILTER (WHERE step <> 'final' AND outcome <> 'conflict') AS open_items,
+       max(updated_at) AS last_update
+FROM items WHERE job_name = %(job_name)s;
+
+-- runs --
+SELECT id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, lines,
+       allow_duplicates
+FROM runs WHERE job_name = %(job_name)s ORDER BY id;
+
+-- run_calls --
+-- The calls each run of the job sent, by step.
+SELECT a.run_id, a.step, count(*) AS n
+FROM attempts a JOIN runs r ON r.id = a.run_id
+WHERE r.job_name = %(job_name)s GROUP BY a.run_id, a.step;
+
+-- run_approvals --
+SELECT a.* FROM approvals a JOIN runs r ON r.id = a.run_id WHERE r.job_name = %(job_name)s;
+
+-- latest_runs --
+-- The job's runs, those that ended first, the latest first.
+SELECT id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, lines,
+       allow_duplicates
+FROM runs WHERE job_name = %(job_name)s
+ORDER BY ended_at IS NULL, ended_at DESC, id DESC;
+
+-- approval --
+SELECT * FROM approvals WHERE run_id = %(run_id)s;
+
+-- note_approval --
+INSERT INTO approvals (run_id, plan_sha256, planned_by, planned_on, planned_at, approved_by,
+                       applied_by, applied_on, approved_at, planner_key, signers)
+VALUES (%(run_id)s, %(plan_sha256)s, %(planned_by)s, %(planned_on)s, %(planned_at)s,
+        %(approved_by)s, %(applied_by)s, %(applied_on)s, %(approved_at)s, %(planner_key)s,
+        %(signers)s)
+ON CONFLICT (run_id) DO UPDATE SET plan_sha256 = excluded.plan_sha256,
+    planned_by = excluded.planned_by, planned_on = excluded.planned_on,
+    planned_at = excluded.planned_at, approved_by = excluded.approved_by,
+    applied_by = excluded.applied_by, applied_on = excluded.applied_on,
+    approved_at = excluded.approved_at, planner_key = excluded.planner_key,
+    signers = excluded.signers;
+
+-- reopen_run --
+-- The run's end cleared, this process its own; no row back while a live lease names it.
+UPDATE runs SET ended_at = NULL, exit_code = NULL, host = %(host)s, pid = %(pid)s
+WHERE id = %(run_id)s
+  AND NOT EXISTS (SELECT 1 FROM leases
+                  WHERE run_id = %(run_id)s AND heartbeat_at > %(alive)s)
+  AND NOT EXISTS (SELECT 1 FROM worker_leases
+                  WHERE run_id = %(run_id)s AND heartbeat_at > %(alive)s)
+RETURNING id;
+
+-- note_plan_file --
+INSERT INTO plan_files (id, job_name, digest, content, made_at, run_id)
+VALUES (%(id)s, %(job_name)s, %(digest)s, %(content)s, %(made_at)s, %(run_id)s)
+ON CONFLICT (id) DO NOTHING;
+
+-- plan_file --
+SELECT * FROM plan_files WHERE id = %(id)s;
+
+-- note_plan_applied --
+UPDATE plan_files SET run_id = %(run_id)s WHERE id = %(id)s;
+
+-- ---------------------------------------------------------------- the leases
+
+-- lease --
+-- The job's lease (its run and heartbeat), or when its holder is gone a live worker's.
+SELECT run_id, heartbeat_at FROM leases WHERE job_name = %(job_name)s
+UNION ALL
+SELECT run_id, heartbeat_at FROM worker_leases WHERE job_name = %(job_name)s
+ORDER BY heartbeat_at DESC;
+
+-- lease_held --
+SELECT * FROM leases WHERE job_name = %(job_name)s;
+
+-- all_leases --
+-- Every lease of every job: the job's, and each worker's past the first.
+SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked FROM leases
+UNION ALL
+SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked
+FROM worker_leases;
+
+-- forget_dead_workers --
+DELETE FROM worker_leases WHERE job_name = %(job_name)s AND heartbeat_at < %(alive)s;
+
+-- worker_lease_held --
+-- A worker's lease of the job that this process took ahead of its run.
+SELECT token FROM worker_leases WHERE job_name = %(job_name)s AND token = ANY(%(tokens)s);
+
+-- take_over_worker_lease --
+UPDATE worker_leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE token = %(token)s;
+
+-- take_worker_lease --
+INSERT INTO worker_leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns)
+VALUES (%(job_name)s, %(run_id)s, %(host)s, %(pid)s, %(token)s, %(now)s, %(boot_id)s,
+        %(pid_ns)s);
+
+-- take_over_lease --
+-- A lease taken ahead of its run (hold_lease), now the run's.
+UPDATE leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE job_name = %(job_name)s;
+
+-- take_lease --
+INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked)
+VALUES (%(job_name)s, %(run_id)s, %(host)s, %(pid)s, %(token)s, %(now)s, %(boot_id)s,
+        %(pid_ns)s, %(locked)s)
+ON CONFLICT (job_name) DO UPDATE SET run_id = excluded.run_id, host = excluded.host,
+    pid = excluded.pid, token = excluded.token, heartbeat_at = excluded.heartbeat_at,
+    boot_id = excluded.boot_id, pid_ns = excluded.pid_ns, locked = excluded.locked;
+
+-- heartbeat --
+WITH job AS (
+    UPDATE leases SET heartbeat_at = %(now)s
+    WHERE job_name = %(job_name)s AND token = %(token)s)
+UPDATE worker_leases SET heartbeat_at = %(now)s WHERE token = %(token)s;
+
+-- release_lease --
+WITH job AS (DELETE FROM leases WHERE job_name = %(job_name)s AND token = %(token)s)
+DELETE FROM worker_leases WHERE token = %(token)s;
+
+-- ---------------------------------------------------------------- items
+
+-- item --
+SELECT * FROM items WHERE external_id = %(external_id)s;
+
+-- items --
+SELECT * FROM items WHERE job_name = %(job_name)s ORDER BY row;
+
+-- item_page --
+-- The next page of the job's items after (row, after) in row order, each with when the
+-- provider last answered its answered call.
+SELECT i.*, (SELECT max(a.finished_at) FROM attempts a
+             WHERE a.external_id = i.external_id AND a.step = %(answered)s
+               AND a.result = 'ok') AS answered_at
+FROM items i
+WHERE i.job_name = %(job_name)s
+  AND (i.row > %(row)s OR (i.row = %(row)s AND i.external_id > %(after)s))
+ORDER BY i.row, i.external_id LIMIT %(size)s;
+
+-- owners --
+SELECT external_id, job_name FROM items WHERE external_id = ANY(%(ids)s);
+
+-- items_by_id --
+SELECT * FROM items WHERE external_id = ANY(%(ids)s);
+
+-- insert_items --
+COPY items ({item_columns}) FROM STDIN;
+
+-- update_item --
+UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
+
+-- start_retry --
+WITH retry AS (
+    INSERT INTO retries (external_id, job_name, run_id, lineage, ref, previous_ref,
+                         previous_status, previous_code, previous_message, changed, at)
+    VALUES (%(external_id)s, %(job_name)s, %(run_id)s, %(lineage)s, %(ref)s,
+            %(previous_ref)s, %(previous_status)s, %(previous_code)s,
+            %(previous_message)s, %(changed)s, %(updated_at)s))
+UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
+
+-- retries --
+SELECT * FROM retries WHERE job_name = %(job_name)s ORDER BY id;
+
+-- operations_sent --
+-- Items of the kinds whose call reached the provider or may have (in doubt, settled,
+-- unknown), of one order or of every one.
+SELECT * FROM items
+WHERE kind = ANY(%(kinds)s) AND provider_ref IS NOT NULL
+  AND (intent IS NOT NULL OR outcome IN ('settled', 'unknown'))
+  AND (%(order_id)s::text IS NULL OR provider_ref = %(order_id)s);
+
+-- resolved --
+-- What a person found, with its attempt row.
+WITH attempt AS (
+    INSERT INTO attempts (external_id, step, started_at, finished_at, result, request,
+                          message)
+    VALUES (%(external_id)s, %(step)s, %(updated_at)s, %(updated_at)s, %(result)s,
+            %(request)s, %(note)s))
+UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
+
+-- found --
+-- What reconcile found, only onto the item as it was read.
+UPDATE items SET {changes}, updated_at = %(updated_at)s
+WHERE external_id = %(external_id)s AND lineage = %(lineage)s AND attempt = %(attempt)s
+  AND step = %(step)s AND outcome = %(outcome)s
+RETURNING external_id;
+
+-- found_attempt --
+INSERT INTO attempts (external_id, step, request, started_at, finished_at, result, message)
+VALUES (%(external_id)s, 'reconcile', %(request)s, %(updated_at)s, %(updated_at)s,
+        %(result)s, %(note)s);
+
+-- same_payments --
+-- The first two items of the job paying each content, in row order (those failed with
+-- nothing paid, and those held, left out).
+SELECT content, external_id, row, outcome FROM (
+    SELECT content, external_id, row, outcome,
+           row_number() OVER (PARTITION BY content ORDER BY row) AS n
+    FROM items
+    WHERE job_name = %(job_name)s AND content = ANY(%(contents)s)
+      AND outcome NOT IN ('failed', 'held')) AS ranked
+WHERE n <= 2 ORDER BY row;
+
+-- ---------------------------------------------------------------- attempts (rule 2)
+
+-- begin_attempt --
+-- The intent, committed before the call.
+WITH attempt AS (
+    INSERT INTO attempts (run_id, external_id, step, request, started_at)
+    VALUES (%(run_id)s, %(external_id)s, %(step)s, %(request)s, %(updated_at)s)
+    RETURNING id),
+item AS (
+    UPDATE items SET intent = %(step)s, updated_at = %(updated_at)s
+    WHERE external_id = %(external_id)s)
+SELECT id FROM attempt;
+
+-- begin_attempt_answered --
+-- The intent, with the previous call's answer and what it made of the item.
+WITH attempt AS (
+    INSERT INTO attempts (run_id, external_id, step, request, started_at)
+    VALUES (%(run_id)s, %(external_id)s, %(step)s, %(request)s, %(updated_at)s)
+    RETURNING id),
+answered AS (
+    UPDATE attempts SET finished_at = %(updated_at)s, result = 'ok', http_status = 200
+    WHERE id = %(answered)s),
+item AS (
+    UPDATE items SET {changes}, updated_at = %(updated_at)s
+    WHERE external_id = %(external_id)s)
+SELECT id FROM attempt;
+
+-- end_attempt --
+WITH attempt AS (
+    UPDATE attempts SET finished_at = %(updated_at)s, result = %(result)s,
+           http_status = %(http_status)s, code = %(code)s, message = %(message)s
+    WHERE id = %(attempt_id)s)
+UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
+
+-- attempts --
+SELECT * FROM attempts WHERE external_id = %(external_id)s ORDER BY id;
+
+-- ---------------------------------------------------------------- payee checks
+
+-- payee_checks --
+SELECT * FROM payee_checks WHERE account = ANY(%(accounts)s);
+
+-- keep_payee_check --
+INSERT INTO payee_checks (account, service, payer, identifier, account_status, holder,
+                          checked_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (account) DO UPDATE SET service = excluded.service, payer = excluded.payer,
+    identifier = excluded.identifier, account_status = excluded.account_status,
+    holder = excluded.holder, checked_at = excluded.checked_at;
+
+-- accept_payee --
+INSERT INTO payee_acceptances (job_name, external_id, account, name, accepted_by,
+                               accepted_on, accepted_at, note)
+VALUES (%(job_name)s, %(external_id)s, %(account)s, %(name)s, %(accepted_by)s,
+        %(accepted_on)s, %(accepted_at)s, %(note)s)
+ON CONFLICT (job_name, external_id) DO UPDATE SET account = excluded.account,
+    name = excluded.name, accepted_by = excluded.accepted_by,
+    accepted_on = excluded.accepted_on, accepted_at = excluded.accepted_at,
+    note = excluded.note;
+
+-- payee_acceptances --
+SELECT * FROM payee_acceptances
+WHERE job_name = %(job_name)s AND external_id = ANY(%(ids)s);
+
+-- ---------------------------------------------------------------- the plan, staged
+
+-- stage_plan --
+COPY plan_items (job_name, {columns}) FROM STDIN;
+
+-- clear_plan --
+DELETE FROM plan_items WHERE job_name = %(job_name)s;
+DELETE FROM job_rest WHERE job_name = %(job_name)s;
+
+-- record_plan --
+-- The staged plan recorded (StateStore.record_plan): new items (and held ones the state
+-- never had); resumed items whose rows changed before anything was sent; items changed
+-- after their payment started a conflict (not those confirmed: they are followed to their
+-- final status); what the row asks now of an item paid or on its way, when it is not what
+-- was paid (rows that stay as they were are not touched: their updated_at tells a run of
+-- unchanged inputs that nothing moved); the payee checks' findings; an item held before
+-- that the plan pays now pending again; an item held by its check, or as a possible
+-- duplicate, held with why (not once final, nor in doubt).
+INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
+                   outcome, error_code, error_message, created_at, updated_at)
+SELECT external_id, job_name, %(kind)s, row, fingerprint, summary, payee, content,
+       CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END,
+       CASE action WHEN 'held' THEN 'payee' WHEN 'duplicate' THEN 'duplicate' END,
+       CASE WHEN action IN ('held', 'duplicate') THEN why END,
+       %(stamp)s, %(stamp)s
+FROM plan_items
+WHERE job_name = %(job_name)s
+  AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
+        SELECT 1 FROM items WHERE items.external_id = plan_items.external_id)))
+ORDER BY row;
+UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row,
+       content = plan_items.content, updated_at = %(stamp)s
+FROM plan_items
+WHERE plan_items.job_name = %(job_name)s AND plan_items.action = 'resume'
+  AND plan_items.changed = 1 AND items.external_id = plan_items.external_id;
+UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = %(conflict)s,
+       updated_at = %(stamp)s
+WHERE step <> 'confirmed' AND external_id IN (
+    SELECT external_id FROM plan_items WHERE job_name = %(job_name)s AND action = 'changed');
+UPDATE items SET changed_to = CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END,
+       updated_at = %(stamp)s
+FROM plan_items
+WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('settled', 'changed')
+  AND items.external_id = plan_items.external_id
+  AND coalesce(items.changed_to, '') <>
+      coalesce(CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END, '');
+UPDATE items SET payee = plan_items.payee
+FROM plan_items
+WHERE plan_items.job_name = %(job_name)s AND plan_items.payee IS NOT NULL
+  AND plan_items.action <> 'new' AND items.external_id = plan_items.external_id;
+UPDATE items SET outcome = 'pending', error_code = NULL, error_message = NULL,
+       updated_at = %(stamp)s
+WHERE outcome = 'held' AND external_id IN (
+    SELECT external_id FROM plan_items
+    WHERE job_name = %(job_name)s AND action IN ('new', 'resume', 'in_doubt', 'retry'));
+UPDATE items SET outcome = 'held',
+       error_code = CASE plan_items.action WHEN 'held' THEN 'payee' ELSE 'duplicate' END,
+       error_message = plan_items.why, updated_at = %(stamp)s
+FROM plan_items
+WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('held', 'duplicate')
+  AND items.external_id = plan_items.external_id AND items.step <> 'final'
+  AND items.intent IS NULL;
+
+-- staged --
+SELECT * FROM plan_items
+WHERE job_name = %(job_name)s AND external_id = ANY(%(ids)s);
+
+-- staged_with --
+SELECT * FROM plan_items
+WHERE job_name = %(job_name)s AND action = ANY(%(actions)s)
+  AND row > %(after)s
+ORDER BY row LIMIT %(size)s;
+
+-- ---------------------------------------------------------------- passes and claims
+
+-- claim_expired --
+-- The job's open items (those of intent, step, changed before before, when given) whose
+-- claim expired, claimed by the worker for ttl seconds.
+UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
+      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
+      AND (%(step)s::text IS NULL OR step = %(step)s)
+      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
+      AND claimed_by IS NOT NULL AND claim_expires <= extract(epoch FROM clock_timestamp())
+    ORDER BY row LIMIT %(size)s)
+RETURNING *;
+
+-- claim_ahead --
+-- The next of them after the pass's cursor (after) that no live worker holds.
+UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
+      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
+      AND (%(step)s::text IS NULL OR step = %(step)s)
+      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
+      AND row > %(after)s AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
+    ORDER BY row LIMIT %(size)s)
+RETURNING *;
+
+-- count_ahead --
+-- How many of them there are (size at most).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM items
+    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
+      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
+      AND (%(step)s::text IS NULL OR step = %(step)s)
+      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
+      AND row > %(after)s AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
+    LIMIT %(size)s) AS ahead;
+
+-- live_workers --
+SELECT (SELECT count(*) FROM leases WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s)
+     + (SELECT count(*) FROM worker_leases WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s)
+     AS n;
+
+-- pass_cursor --
+SELECT next_row FROM job_passes WHERE job_name = %(job_name)s AND pass = %(pass_key)s;
+
+-- move_pass --
+INSERT INTO job_passes (job_name, pass, next_row) VALUES (%(job_name)s, %(pass_key)s, %(next_row)s)
+ON CONFLICT (job_name, pass) DO UPDATE SET next_row = excluded.next_row;
+
+-- claimants --
+SELECT DISTINCT claimed_by FROM items
+WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
+  AND claimed_by IS NOT NULL AND claim_expires > extract(epoch FROM clock_timestamp());
+
+-- expire_claims --
+UPDATE items SET claim_expires = 0 WHERE job_name = %(job_name)s AND claimed_by = %(worker)s;
+
+-- drop_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL;
+
+-- end_passes --
+DELETE FROM job_passes WHERE job_name = %(job_name)s;
+
+-- restart_passes --
+DELETE FROM job_passes WHERE job_name = %(job_name)s AND substr(pass, 1, length(%(prefix)s)) = %(prefix)s;
+
+-- claim_items --
+UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = %(job_name)s AND outcome = ANY(%(outcomes)s)
+      AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
+    ORDER BY row LIMIT %(size)s FOR UPDATE SKIP LOCKED)
+RETURNING *;
+
+-- refresh_claims --
+UPDATE items SET claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s RETURNING external_id;
+
+-- release_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s;
+
+-- release_claims_of --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s
+  AND external_id = ANY(%(ids)s);
+
+-- release_live_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s AND claim_expires > extract(epoch FROM clock_timestamp());
+
+-- any_live_claim --
+SELECT 1 FROM items
+WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL AND claim_expires > extract(epoch FROM clock_timestamp()) LIMIT 1;
+
+-- ---------------------------------------------------------------- the job's steps
+
+-- step_digest --
+SELECT digest FROM job_steps WHERE job_name = %(job_name)s AND step = %(step)s;
+
+-- step_done --
+INSERT INTO job_steps (job_name, step, digest, done_by, done_at)
+VALUES (%(job_name)s, %(step)s, %(digest)s, NULL, %(done_at)s)
+ON CONFLICT (job_name, step) DO UPDATE SET digest = excluded.digest, done_at = excluded.done_at;
+
+-- step_done_at --
+SELECT done_at FROM job_steps WHERE job_name = %(job_name)s AND step = %(step)s;
+
+-- forget_step --
+DELETE FROM job_steps WHERE job_name = %(job_name)s AND step = %(step)s;
+
+-- mark_finished --
+-- The job's finish for the digest, by the worker; no row back when it was recorded already.
+INSERT INTO job_steps (job_name, step, digest, done_by, done_at)
+VALUES (%(job_name)s, 'finish', %(digest)s, %(worker)s, %(done_at)s)
+ON CONFLICT (job_name, step) DO UPDATE SET digest = excluded.digest,
+    done_by = excluded.done_by, done_at = excluded.done_at
+WHERE job_steps.digest IS DISTINCT FROM excluded.digest
+RETURNING digest;
+
+-- rate_slot --
+-- The job's next span seconds of slots, from now (the caller's clock) at the earliest;
+-- when they end.
+INSERT INTO rate_slots (job_name, next_at) VALUES (%(job_name)s, %(now)s + %(span)s)
+ON CONFLICT (job_name) DO UPDATE SET next_at = greatest(rate_slots.next_at, %(now)s) + %(span)s
+RETURNING next_at;
+
+-- ---------------------------------------------------------------- what is left to confirm
+
+-- rest --
+SELECT balance, amount, fees FROM job_rest WHERE job_name = %(job_name)s;
+
+-- set_rest --
+COPY job_rest (job_name, balance, amount, fees) FROM STDIN;
+
+-- forget_rest --
+DELETE FROM job_rest WHERE job_name = %(job_name)s;
+
+-- take_rest --
+UPDATE job_rest SET amount = %(amount)s, fees = %(fees)s
+WHERE job_name = %(job_name)s AND balance = %(balance)s;
+
+-- ---------------------------------------------------------------- runner state copy
+
+-- dump --
+SELECT {columns} FROM {table};
+
+-- load --
+COPY {table} ({columns}) FROM STDIN;
+
+-- any_row --
+SELECT 1 FROM {table} LIMIT 1;
+
+-- reset_ids --
+-- The next id of a table after the copied ones.
+SELECT setval(pg_get_serial_sequence('{table}', 'id'),
+              coalesce((SELECT max(id) FROM {table}), 0) + 1, false);
+
+-- ---------------------------------------------------------------- locks
+
+-- lock --
+-- The transaction's lock on a name (a job's pass, its rest, its lease, its finish): the
+-- transactions naming it run one at a time, as every SQLite writer does.
+SELECT pg_advisory_xact_lock(hashtext(%(key)s));
+
+-- lock_session --
+-- A lock on a name held by one connection across transactions (a job's step).
+SELECT pg_advisory_lock(hashtext(%(key)s));
+
+-- unlock_session --
+SELECT pg_advisory_unlock(hashtext(%(key)s));

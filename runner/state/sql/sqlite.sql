@@ -1,0 +1,485 @@
+-- The SQLite state's statements, by name (runner.state.sql loads them; runner.state.store
+-- and its parts run them through runner.state.sqlite's connector). Parameters are named
+-- (:name); a list is bound as JSON text and read with json_each. A name whose SQL has
+-- several statements is one change: they run in order in one transaction. Slots in braces
+-- are filled from runner's own names, never from input: {changes}, the columns a change
+-- sets ("column = :set_column", one per column); {item_columns} and {item_marks}, every
+-- column of an item; {table}, {columns} and {marks} of `runner state copy`.
+-- The PostgreSQL twin of each is in postgresql.sql, under the same name.
+
+-- ---------------------------------------------------------------- runs
+
+-- start_run --
+INSERT INTO runs (job_name, job_file, started_at, host, pid)
+VALUES (:job_name, :job_file, :started_at, :host, :pid) RETURNING id;
+
+-- note_checks --
+UPDATE runs SET counts = :counts WHERE id = :run_id;
+
+-- end_run --
+UPDATE runs SET ended_at = :ended_at, exit_code = :exit_code, counts = :counts,
+       message = :message, digest = :digest
+WHERE id = :run_id;
+
+-- note_exit --
+UPDATE runs SET exit_code = :exit_code WHERE id = :run_id;
+
+-- note_inputs --
+UPDATE runs SET inputs = :digest WHERE id = :run_id;
+
+-- note_lines --
+UPDATE runs SET lines = :lines WHERE id = :run_id;
+
+-- note_duplicates_allowed --
+UPDATE runs SET allow_duplicates = 1 WHERE id = :run_id;
+
+-- note_mailed --
+UPDATE runs SET mailed = 1 WHERE id = :run_id;
+
+-- work_left --
+-- How many items the job has, how many a run would still work on, the latest change.
+SELECT count(*) AS all_items,
+       coalesce(sum(CASE WHEN step <> 'final' AND outcome <> 'conflict' THEN 1 ELSE 0 END), 0)
+           AS open_items,
+       max(updated_at) AS last_update
+FROM items WHERE job_name = :job_name;
+
+-- runs --
+SELECT id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, lines,
+       allow_duplicates
+FROM runs WHERE job_name = :job_name ORDER BY id;
+
+-- run_calls --
+-- The calls each run of the job sent, by step.
+SELECT a.run_id, a.step, count(*) AS n
+FROM attempts a JOIN runs r ON r.id = a.run_id
+WHERE r.job_name = :job_name GROUP BY a.run_id, a.step;
+
+-- run_approvals --
+SELECT a.* FROM approvals a JOIN runs r ON r.id = a.run_id WHERE r.job_name = :job_name;
+
+-- latest_runs --
+-- The job's runs, those that ended first, the latest first.
+SELECT id, started_at, ended_at, exit_code, counts, message, digest, mailed, inputs, lines,
+       allow_duplicates
+FROM runs WHERE job_name = :job_name ORDER BY ended_at IS NULL, ended_at DESC, id DESC;
+
+-- approval --
+SELECT * FROM approvals WHERE run_id = :run_id;
+
+-- note_approval --
+INSERT INTO approvals (run_id, plan_sha256, planned_by, planned_on, planned_at, approved_by,
+                       applied_by, applied_on, approved_at, planner_key, signers)
+VALUES (:run_id, :plan_sha256, :planned_by, :planned_on, :planned_at, :approved_by,
+        :applied_by, :applied_on, :approved_at, :planner_key, :signers)
+ON CONFLICT (run_id) DO UPDATE SET plan_sha256 = excluded.plan_sha256,
+    planned_by = excluded.planned_by, planned_on = excluded.planned_on,
+    planned_at = excluded.planned_at, approved_by = excluded.approved_by,
+    applied_by = excluded.applied_by, applied_on = excluded.applied_on,
+    approved_at = excluded.approved_at, planner_key = excluded.planner_key,
+    signers = excluded.signers;
+
+-- reopen_run --
+-- The run's end cleared, this process its own; no row back while a live lease names it.
+UPDATE runs SET ended_at = NULL, exit_code = NULL, host = :host, pid = :pid
+WHERE id = :run_id
+  AND NOT EXISTS (SELECT 1 FROM leases WHERE run_id = :run_id AND heartbeat_at > :alive)
+  AND NOT EXISTS (SELECT 1 FROM worker_leases WHERE run_id = :run_id AND heartbeat_at > :alive)
+RETURNING id;
+
+-- note_plan_file --
+INSERT INTO plan_files (id, job_name, digest, content, made_at, run_id)
+VALUES (:id, :job_name, :digest, :content, :made_at, :run_id) ON CONFLICT (id) DO NOTHING;
+
+-- plan_file --
+SELECT * FROM plan_files WHERE id = :id;
+
+-- note_plan_applied --
+UPDATE plan_files SET run_id = :run_id WHERE id = :id;
+
+-- ---------------------------------------------------------------- the lease
+
+-- lease --
+-- The job's lease (its run and heartbeat), for the runs' state.
+SELECT run_id, heartbeat_at FROM leases WHERE job_name = :job_name;
+
+-- lease_held --
+SELECT * FROM leases WHERE job_name = :job_name;
+
+-- all_leases --
+-- Every lease of every job (the job's, and PostgreSQL's workers' own).
+SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked FROM leases
+UNION ALL
+SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked
+FROM worker_leases;
+
+-- take_over_lease --
+-- A lease taken ahead of its run (hold_lease), now the run's.
+UPDATE leases SET run_id = :run_id, heartbeat_at = :now WHERE job_name = :job_name;
+
+-- take_lease --
+INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id,
+                               pid_ns, locked)
+VALUES (:job_name, :run_id, :host, :pid, :token, :now, :boot_id, :pid_ns, :locked);
+
+-- heartbeat --
+UPDATE leases SET heartbeat_at = :now WHERE job_name = :job_name AND token = :token;
+
+-- release_lease --
+DELETE FROM leases WHERE job_name = :job_name AND token = :token;
+
+-- ---------------------------------------------------------------- items
+
+-- item --
+SELECT * FROM items WHERE external_id = :external_id;
+
+-- items --
+SELECT * FROM items WHERE job_name = :job_name ORDER BY row;
+
+-- item_page --
+-- The next page of the job's items after (:row, :after) in row order, each with when the
+-- provider last answered its :answered call.
+SELECT i.*, (SELECT max(a.finished_at) FROM attempts a
+             WHERE a.external_id = i.external_id AND a.step = :answered AND a.result = 'ok')
+           AS answered_at
+FROM items i
+WHERE i.job_name = :job_name AND (i.row > :row OR (i.row = :row AND i.external_id > :after))
+ORDER BY i.row, i.external_id LIMIT :size;
+
+-- owners --
+SELECT external_id, job_name FROM items
+WHERE external_id IN (SELECT value FROM json_each(:ids));
+
+-- items_by_id --
+SELECT * FROM items WHERE external_id IN (SELECT value FROM json_each(:ids));
+
+-- insert_items --
+INSERT INTO items ({item_columns}) VALUES ({item_marks});
+
+-- update_item --
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- start_retry --
+INSERT INTO retries (external_id, job_name, run_id, lineage, ref, previous_ref,
+                     previous_status, previous_code, previous_message, changed, at)
+VALUES (:external_id, :job_name, :run_id, :lineage, :ref, :previous_ref, :previous_status,
+        :previous_code, :previous_message, :changed, :updated_at);
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- retries --
+SELECT * FROM retries WHERE job_name = :job_name ORDER BY id;
+
+-- operations_sent --
+-- Items of the kinds whose call reached the provider or may have (in doubt, settled,
+-- unknown), of one order or of every one.
+SELECT * FROM items
+WHERE kind IN (SELECT value FROM json_each(:kinds)) AND provider_ref IS NOT NULL
+  AND (intent IS NOT NULL OR outcome IN ('settled', 'unknown'))
+  AND (:order_id IS NULL OR provider_ref = :order_id);
+
+-- resolved --
+-- What a person found, with its attempt row.
+INSERT INTO attempts (external_id, step, started_at, finished_at, result, request, message)
+VALUES (:external_id, :step, :updated_at, :updated_at, :result, :request, :note);
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- found --
+-- What reconcile found, only onto the item as it was read.
+UPDATE items SET {changes}, updated_at = :updated_at
+WHERE external_id = :external_id AND lineage = :lineage AND attempt = :attempt
+  AND step = :step AND outcome = :outcome
+RETURNING external_id;
+
+-- found_attempt --
+INSERT INTO attempts (external_id, step, request, started_at, finished_at, result, message)
+VALUES (:external_id, 'reconcile', :request, :updated_at, :updated_at, :result, :note);
+
+-- same_payments --
+-- The first two items of the job paying each content, in row order (those failed with
+-- nothing paid, and those held, left out).
+SELECT content, external_id, row, outcome FROM (
+    SELECT content, external_id, row, outcome,
+           row_number() OVER (PARTITION BY content ORDER BY row) AS n
+    FROM items
+    WHERE job_name = :job_name AND content IN (SELECT value FROM json_each(:contents))
+      AND outcome NOT IN ('failed', 'held')) AS ranked
+WHERE n <= 2 ORDER BY row;
+
+-- ---------------------------------------------------------------- attempts (rule 2)
+
+-- begin_attempt --
+-- The intent, committed before the call.
+INSERT INTO attempts (run_id, external_id, step, request, started_at)
+VALUES (:run_id, :external_id, :step, :request, :updated_at) RETURNING id;
+UPDATE items SET intent = :step, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- begin_attempt_answered --
+-- The intent, with the previous call's answer and what it made of the item.
+INSERT INTO attempts (run_id, external_id, step, request, started_at)
+VALUES (:run_id, :external_id, :step, :request, :updated_at) RETURNING id;
+UPDATE attempts SET finished_at = :updated_at, result = 'ok', http_status = 200
+WHERE id = :answered;
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- end_attempt --
+UPDATE attempts SET finished_at = :updated_at, result = :result, http_status = :http_status,
+       code = :code, message = :message
+WHERE id = :attempt_id;
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+
+-- attempts --
+SELECT * FROM attempts WHERE external_id = :external_id ORDER BY id;
+
+-- ---------------------------------------------------------------- payee checks
+
+-- payee_checks --
+SELECT * FROM payee_checks WHERE account IN (SELECT value FROM json_each(:accounts));
+
+-- keep_payee_check --
+INSERT INTO payee_checks (account, service, payer, identifier, account_status, holder,
+                          checked_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (account) DO UPDATE SET service = excluded.service, payer = excluded.payer,
+    identifier = excluded.identifier, account_status = excluded.account_status,
+    holder = excluded.holder, checked_at = excluded.checked_at;
+
+-- accept_payee --
+INSERT INTO payee_acceptances (job_name, external_id, account, name, accepted_by,
+                               accepted_on, accepted_at, note)
+VALUES (:job_name, :external_id, :account, :name, :accepted_by, :accepted_on, :accepted_at,
+        :note)
+ON CONFLICT (job_name, external_id) DO UPDATE SET account = excluded.account,
+    name = excluded.name, accepted_by = excluded.accepted_by,
+    accepted_on = excluded.accepted_on, accepted_at = excluded.accepted_at,
+    note = excluded.note;
+
+-- payee_acceptances --
+SELECT * FROM payee_acceptances
+WHERE job_name = :job_name AND external_id IN (SELECT value FROM json_each(:ids));
+
+-- ---------------------------------------------------------------- the plan, staged
+
+-- stage_plan --
+INSERT INTO plan_items (job_name, {columns}) VALUES (?, {marks});
+
+-- clear_plan --
+DELETE FROM plan_items WHERE job_name = :job_name;
+DELETE FROM job_rest WHERE job_name = :job_name;
+
+-- record_plan --
+-- The staged plan recorded (StateStore.record_plan): new items (and held ones the state
+-- never had); resumed items whose rows changed before anything was sent; items changed
+-- after their payment started a conflict (not those confirmed: they are followed to their
+-- final status); what the row asks now of an item paid or on its way, when it is not what
+-- was paid (rows that stay as they were are not touched: their updated_at tells a run of
+-- unchanged inputs that nothing moved); the payee checks' findings; an item held before
+-- that the plan pays now pending again; an item held by its check, or as a possible
+-- duplicate, held with why (not once final, nor in doubt).
+INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
+                   outcome, error_code, error_message, created_at, updated_at)
+SELECT external_id, job_name, :kind, row, fingerprint, summary, payee, content,
+       CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END,
+       CASE action WHEN 'held' THEN 'payee' WHEN 'duplicate' THEN 'duplicate' END,
+       CASE WHEN action IN ('held', 'duplicate') THEN why END,
+       :stamp, :stamp
+FROM plan_items
+WHERE job_name = :job_name
+  AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
+        SELECT 1 FROM items WHERE items.external_id = plan_items.external_id)))
+ORDER BY row;
+UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row,
+       content = plan_items.content, updated_at = :stamp
+FROM plan_items
+WHERE plan_items.job_name = :job_name AND plan_items.action = 'resume'
+  AND plan_items.changed = 1 AND items.external_id = plan_items.external_id;
+UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = :conflict,
+       updated_at = :stamp
+WHERE step <> 'confirmed' AND external_id IN (
+    SELECT external_id FROM plan_items WHERE job_name = :job_name AND action = 'changed');
+UPDATE items SET changed_to = CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END,
+       updated_at = :stamp
+FROM plan_items
+WHERE plan_items.job_name = :job_name AND plan_items.action IN ('settled', 'changed')
+  AND items.external_id = plan_items.external_id
+  AND coalesce(items.changed_to, '') <>
+      coalesce(CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END, '');
+UPDATE items SET payee = plan_items.payee
+FROM plan_items
+WHERE plan_items.job_name = :job_name AND plan_items.payee IS NOT NULL
+  AND plan_items.action <> 'new' AND items.external_id = plan_items.external_id;
+UPDATE items SET outcome = 'pending', error_code = NULL, error_message = NULL,
+       updated_at = :stamp
+WHERE outcome = 'held' AND external_id IN (
+    SELECT external_id FROM plan_items
+    WHERE job_name = :job_name AND action IN ('new', 'resume', 'in_doubt', 'retry'));
+UPDATE items SET outcome = 'held',
+       error_code = CASE plan_items.action WHEN 'held' THEN 'payee' ELSE 'duplicate' END,
+       error_message = plan_items.why, updated_at = :stamp
+FROM plan_items
+WHERE plan_items.job_name = :job_name AND plan_items.action IN ('held', 'duplicate')
+  AND items.external_id = plan_items.external_id AND items.step <> 'final'
+  AND items.intent IS NULL;
+
+-- staged --
+SELECT * FROM plan_items
+WHERE job_name = :job_name AND external_id IN (SELECT value FROM json_each(:ids));
+
+-- staged_with --
+SELECT * FROM plan_items
+WHERE job_name = :job_name AND action IN (SELECT value FROM json_each(:actions))
+  AND row > :after
+ORDER BY row LIMIT :size;
+
+-- ---------------------------------------------------------------- passes and claims
+
+-- claim_expired --
+-- The job's open items (those of :intent, :step, changed before :before, when given) whose
+-- claim expired, claimed by :worker until :ttl seconds from now.
+UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
+      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
+      AND (:before IS NULL OR updated_at < :before)
+      AND claimed_by IS NOT NULL AND claim_expires <= :now
+    ORDER BY row LIMIT :size)
+RETURNING *;
+
+-- claim_ahead --
+-- The next of them after the pass's cursor (:after) that no live worker holds.
+UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
+      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
+      AND (:before IS NULL OR updated_at < :before)
+      AND row > :after AND (claimed_by IS NULL OR claim_expires <= :now)
+    ORDER BY row LIMIT :size)
+RETURNING *;
+
+-- count_ahead --
+-- How many of them there are (:size at most).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM items
+    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
+      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
+      AND (:before IS NULL OR updated_at < :before)
+      AND row > :after AND (claimed_by IS NULL OR claim_expires <= :now)
+    LIMIT :size) AS ahead;
+
+-- live_workers --
+SELECT (SELECT count(*) FROM leases WHERE job_name = :job_name AND heartbeat_at > :alive)
+     + (SELECT count(*) FROM worker_leases WHERE job_name = :job_name AND heartbeat_at > :alive)
+     AS n;
+
+-- pass_cursor --
+SELECT next_row FROM job_passes WHERE job_name = :job_name AND pass = :pass_key;
+
+-- move_pass --
+INSERT INTO job_passes (job_name, pass, next_row) VALUES (:job_name, :pass_key, :next_row)
+ON CONFLICT (job_name, pass) DO UPDATE SET next_row = excluded.next_row;
+
+-- claimants --
+SELECT DISTINCT claimed_by FROM items
+WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
+  AND claimed_by IS NOT NULL AND claim_expires > :now;
+
+-- expire_claims --
+UPDATE items SET claim_expires = 0 WHERE job_name = :job_name AND claimed_by = :worker;
+
+-- drop_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = :job_name AND claimed_by IS NOT NULL;
+
+-- end_passes --
+DELETE FROM job_passes WHERE job_name = :job_name;
+
+-- restart_passes --
+DELETE FROM job_passes WHERE job_name = :job_name AND substr(pass, 1, length(:prefix)) = :prefix;
+
+-- claim_items --
+UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
+WHERE external_id IN (
+    SELECT external_id FROM items
+    WHERE job_name = :job_name AND outcome IN (SELECT value FROM json_each(:outcomes))
+      AND (claimed_by IS NULL OR claim_expires <= :now)
+    ORDER BY row LIMIT :size)
+RETURNING *;
+
+-- refresh_claims --
+UPDATE items SET claim_expires = :now + :ttl
+WHERE job_name = :job_name AND claimed_by = :worker RETURNING external_id;
+
+-- release_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = :job_name AND claimed_by = :worker;
+
+-- release_claims_of --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = :job_name AND claimed_by = :worker
+  AND external_id IN (SELECT value FROM json_each(:ids));
+
+-- release_live_claims --
+UPDATE items SET claimed_by = NULL, claim_expires = NULL
+WHERE job_name = :job_name AND claimed_by = :worker AND claim_expires > :now;
+
+-- any_live_claim --
+SELECT 1 FROM items
+WHERE job_name = :job_name AND claimed_by IS NOT NULL AND claim_expires > :now LIMIT 1;
+
+-- ---------------------------------------------------------------- the job's steps
+
+-- step_digest --
+SELECT digest FROM job_steps WHERE job_name = :job_name AND step = :step;
+
+-- step_done --
+INSERT INTO job_steps (job_name, step, digest, done_by, done_at)
+VALUES (:job_name, :step, :digest, NULL, :done_at)
+ON CONFLICT (job_name, step) DO UPDATE SET digest = excluded.digest, done_at = excluded.done_at;
+
+-- step_done_at --
+SELECT done_at FROM job_steps WHERE job_name = :job_name AND step = :step;
+
+-- forget_step --
+DELETE FROM job_steps WHERE job_name = :job_name AND step = :step;
+
+-- mark_finished --
+-- The job's finish for :digest, by :worker; no row back when it was recorded already.
+INSERT INTO job_steps (job_name, step, digest, done_by, done_at)
+VALUES (:job_name, 'finish', :digest, :worker, :done_at)
+ON CONFLICT (job_name, step) DO UPDATE SET digest = excluded.digest,
+    done_by = excluded.done_by, done_at = excluded.done_at
+WHERE job_steps.digest IS NOT excluded.digest
+RETURNING digest;
+
+-- rate_slot --
+-- The job's next :span seconds of slots, from :now at the earliest; when they end.
+INSERT INTO rate_slots (job_name, next_at) VALUES (:job_name, :now + :span)
+ON CONFLICT (job_name) DO UPDATE SET next_at = max(rate_slots.next_at, :now) + :span
+RETURNING next_at;
+
+-- ---------------------------------------------------------------- what is left to confirm
+
+-- rest --
+SELECT balance, amount, fees FROM job_rest WHERE job_name = :job_name;
+
+-- set_rest --
+INSERT INTO job_rest (job_name, balance, amount, fees) VALUES (?, ?, ?, ?);
+
+-- forget_rest --
+DELETE FROM job_rest WHERE job_name = :job_name;
+
+-- take_rest --
+UPDATE job_rest SET amount = :amount, fees = :fees
+WHERE job_name = :job_name AND balance = :balance;
+
+-- ---------------------------------------------------------------- runner state copy
+
+-- dump --
+SELECT {columns} FROM {table};
+
+-- load --
+INSERT INTO {table} ({columns}) VALUES ({marks});
+
+-- any_row --
+SELECT 1 FROM {table} LIMIT 1;
