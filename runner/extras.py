@@ -2,7 +2,7 @@
 job or a command needs one that is not installed.
 
 ``sandbox`` (fastapi, uvicorn): ``base_url: sandbox`` and ``runner sandbox serve``;
-``postgresql`` (psycopg): ``--state postgresql://...``. A production runner against the
+``postgresql`` (psycopg and its pool): ``--state postgresql://...``. A production runner against the
 provider's API with a SQLite state needs neither.
 """
 
@@ -13,7 +13,7 @@ import importlib
 from runner.errors import MissingExtra
 
 DISTRIBUTION = "payrunner"
-EXTRAS = {"sandbox": ("fastapi", "uvicorn"), "postgresql": ("psycopg",)}
+EXTRAS = {"sandbox": ("fastapi", "uvicorn"), "postgresql": ("psycopg", "psycopg_pool")}
 
 
 def require(extra: str, what: str) -> None:

@@ -40,7 +40,7 @@ def test_the_distribution_has_its_own_name_a_licence_and_extras() -> None:
     assert project["urls"]["Homepage"].startswith("https://")
     extras = project["optional-dependencies"]
     assert [d.split(">")[0] for d in extras["sandbox"]] == ["fastapi", "uvicorn[standard]"]
-    assert [d.split(">")[0] for d in extras["postgresql"]] == ["psycopg[binary]"]
+    assert [d.split(">")[0] for d in extras["postgresql"]] == ["psycopg[binary,pool]"]
     assert not any(d.startswith(("fastapi", "uvicorn", "psycopg"))
                    for d in project["dependencies"])
 

@@ -4,15 +4,15 @@ the checks made before a database is used.
 ``runner.state.postgres`` opens the database and calls ``migrate``: the migrations not yet
 recorded in ``_runner_migrations`` are applied in one transaction, under an advisory lock, so
 that two workers starting together migrate once (the second waits, then finds nothing to
-do). Each migration has the name of its SQLite twin (``runner.state.sqlite``) and makes the
+do). Each migration has the name of its SQLite twin (``runner.state.sqlite_schema``) and makes the
 same tables and columns; a test holds the two lists equal. As with SQLite, a database that a
 newer runner migrated (a name unknown here) or one missing a table or a column is refused
 (``StateUnusable``, exit 74) before anything is sent.
 
 Types: SQLite's are kept where PostgreSQL has them (text, bigint, double precision). The
 provider's ids (``quotation_id``, ``transaction_id``) are numbers in one service and text in
-another; SQLite's column affinity stores each as it is, PostgreSQL keeps them as text and
-the store reads whole numbers back as ``int``, as SQLite does.
+another; SQLite's column affinity stores each as it is, PostgreSQL keeps them as text, and
+one decoder (``records.provider_id``) reads whole numbers back as ``int`` on both.
 """
 
 from __future__ import annotations
