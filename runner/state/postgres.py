@@ -126,16 +126,20 @@ class PostgresConnector:
                 with self._connection() as conn:
                     return once(conn)
             except psycopg.OperationalError as exc:
-                if attempt == RETRIES:
-                    raise StateUnavailable(
-                        f"{self.location}: the state database stayed unreachable after "
-                        f"{RETRIES} retries: {first_line(exc)}; run again: the next run "
-                        "resumes (what is recorded is safe)") from exc
-                self.sleep(BACKOFF[attempt])
+                self._wait_before(attempt, exc)
             except psycopg.errors.InsufficientPrivilege as exc:
                 raise StateUnusable(f"{self.location}: cannot use the state database: "
                                     f"{first_line(exc)}") from exc
         raise AssertionError("unreachable")
+
+    def _wait_before(self, attempt: int, exc: psycopg.OperationalError) -> None:
+        """The back-off before retry ``attempt + 1``; StateUnavailable after the last."""
+        if attempt == RETRIES:
+            raise StateUnavailable(
+                f"{self.location}: the state database stayed unreachable after {RETRIES} "
+                f"retries: {first_line(exc)}; run again: the next run resumes (what is "
+                "recorded is safe)") from exc
+        self.sleep(BACKOFF[attempt])
 
     # ------------------------------------------------------------ the interface
     def read(self, query: Statements, /, **args: Any) -> list[Row]:
@@ -186,14 +190,25 @@ class PostgresConnector:
     @contextlib.contextmanager
     def session_lock(self, key: str) -> Iterator[None]:
         """A lock on ``key`` held for the block by one connection, across transactions:
-        the other processes asking for it wait at its start."""
-        with self._connection() as conn:
-            conn.execute(self.sql("lock_session")[0], {"key": key})
+        the other processes asking for it wait at its start. Asked for again on a new
+        connection when the connection was lost before it was had."""
+        for attempt in range(RETRIES + 1):
+            locked = False
             try:
-                yield
-            finally:
-                if not conn.broken:
-                    conn.execute(self.sql("unlock_session")[0], {"key": key})
+                with self._connection() as conn:
+                    conn.execute(self.sql("lock_session")[0], {"key": key})
+                    locked = True
+                    try:
+                        yield
+                    finally:
+                        with contextlib.suppress(psycopg.OperationalError):
+                            # A lost connection's locks are the server's to drop.
+                            conn.execute(self.sql("unlock_session")[0], {"key": key})
+                    return
+            except psycopg.OperationalError as exc:
+                if locked:  # the block's own
+                    raise
+                self._wait_before(attempt, exc)
 
     def stream(self, query: Statements, size: int = 1000) -> Iterator[list[Row]]:
         with self._connection() as conn, conn.transaction(), \

@@ -338,6 +338,9 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
 def read_runs(summary: Summary, store: StateStore) -> None:
     """Read the run history and the latest run into ``summary`` (again, once a run's end
     is written)."""
+    # The latest first: a worker sharing the job may start a run meanwhile, and the history
+    # read after it holds the latest whatever it is.
+    latest = store.latest_run(summary.job)
     summary.runs, digest = [], None
     for record in store.runs(summary.job):
         times = run_times(record, summary.commit_step)
@@ -346,7 +349,6 @@ def read_runs(summary: Summary, store: StateStore) -> None:
             times = replace(times, changed=record.digest != digest)
             digest = record.digest
         summary.runs.append(times)
-    latest = store.latest_run(summary.job)
     summary.run = None if latest is None else next(r for r in summary.runs if r.id == latest.id)
 
 
