@@ -38,8 +38,10 @@ from runner.state.sql import Dialect, Queries, Statements
 from runner.state.sqlite_schema import migrations
 
 T = TypeVar("T")
-# Exact amounts are stored as their text.
+# Exact amounts are stored as their text; a list (of ids, of states) as JSON, which the
+# statements read with json_each (no IN (?, ?, ...) text is built).
 sqlite3.register_adapter(Decimal, str)
+sqlite3.register_adapter(list, json.dumps)
 
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``hold_lease``).
@@ -98,7 +100,7 @@ class SqliteConnector:
 
     def read(self, query: Statements, /, **args: Any) -> list[Row]:
         with self.lock, self._translated():
-            return _Tx(self.conn).read(query, **args)
+            return _rows(self.conn, query, args)
 
     def write(self, query: Statements, /, **args: Any) -> list[Row]:
         """``transaction`` written out: every call's write, without two context managers'
@@ -108,7 +110,7 @@ class SqliteConnector:
             try:
                 conn.execute("BEGIN")
                 try:
-                    rows = _Tx(conn).read(query, **args)
+                    rows = _rows(conn, query, args)
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:  # a full disk may have rolled it back already
@@ -156,15 +158,7 @@ class _Tx:
         self.conn = conn
 
     def read(self, query: Statements, /, **args: Any) -> list[Row]:
-        bound = {k: json.dumps(v) if isinstance(v, list | tuple) else v
-                 for k, v in args.items()}
-        rows: list[Row] = []
-        for sql in query:
-            cursor = self.conn.execute(sql, bound)
-            if cursor.description is not None:
-                names = [d[0] for d in cursor.description]
-                rows += [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        return rows
+        return _rows(self.conn, query, args)
 
     write = read
 
@@ -172,3 +166,14 @@ class _Tx:
         self.conn.executemany(query[0], rows)
 
     load = write_many
+
+
+def _rows(conn: sqlite3.Connection, query: Statements, args: dict[str, Any]) -> list[Row]:
+    """The statements run in order; the rows those that return any gave, as dicts."""
+    rows: list[Row] = []
+    for sql in query:
+        cursor = conn.execute(sql, args)
+        if cursor.description is not None:
+            names = [d[0] for d in cursor.description]
+            rows += [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return rows
