@@ -332,21 +332,21 @@ def test_a_run_dying_as_a_lost_answer_is_recorded_leaves_the_operation_unknown(
     """The charge's answer is lost, and the run dies just as it records the call in doubt:
     what it wrote already makes the item unknown, so the next run sends nothing (never the
     call's end written with the item still to send, which would charge it again)."""
-    from runner.state.sqlite import SqliteStore
+    from runner.state import StateStore
 
     create_order(sb, "o", "50.00")
     adm.faults({"operations": {"lost_next": 1}})
     path = job(tmp_path, sb, "charge", [op("a", "o", "20.00")])
-    end_attempt = SqliteStore.end_attempt
+    end_attempt = StateStore.end_attempt
 
-    def dies(self: SqliteStore, attempt: int, external_id: str, result: str,
+    def dies(self: StateStore, attempt: int, external_id: str, result: str,
              **more: Any) -> None:
         end_attempt(self, attempt, external_id, result, **more)
         if result == "in_doubt":
             raise Died
 
     with monkeypatch.context() as m:
-        m.setattr(SqliteStore, "end_attempt", dies)
+        m.setattr(StateStore, "end_attempt", dies)
         with pytest.raises(Died):
             run(path, state)
     r = items(state, JOB)["a"]
