@@ -90,10 +90,11 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
                 │                          company's ...) is taken: look it up, then decide
                 └── PayRefused             the legacy Pay's 3000: its order exists, Refused
 
-``exit_code`` is declared on each class (as click does) and read only by ``runner.cli``: the
-library raises these and never prints or exits. ``retry`` is what the exactly-once rules of
-DESIGN.md allow after a provider error: SAFE (send it again, same external_id), LOOKUP (look
-the resource up by its external_id before anything else) or UNSAFE (never again);
+``exit_code`` is declared on each class (as click does), one of ``runner.exit_codes``, and
+read only by ``runner.cli``: the library raises these and never prints or exits. ``retry`` is
+what the exactly-once rules (docs/exactly-once.md) allow after a provider error: SAFE (send
+it again, same external_id), LOOKUP (look the resource up by its external_id before anything
+else) or UNSAFE (never again);
 ``runner.provider.retry.decide`` reads it. Which answer is which class is decided in one
 place, ``runner.provider.errors.error_from_answer``.
 """
@@ -103,11 +104,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from enum import Enum
 
+from runner.exit_codes import ExitCode
+
 
 class RunnerError(Exception):
     """Base of every error runner reports on purpose (anything else is a bug)."""
 
-    exit_code = 1
+    exit_code = ExitCode.PROBLEMS
 
 
 class JobError(RunnerError):
@@ -119,7 +122,7 @@ class JobError(RunnerError):
     field is at fault.
     """
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
     def __init__(
         self, file: str, row: int | None, field: str | None, message: str
@@ -151,7 +154,7 @@ class JobError(RunnerError):
 class JobErrors(RunnerError):
     """Every problem found in a job, in the order found; one per line when printed."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
     def __init__(self, errors: Iterable[JobError]) -> None:
         self.errors = list(errors)
@@ -204,14 +207,14 @@ class StateError(RunnerError):
 class LeaseHeld(StateError):
     """Another live run holds the job's lease: try later (DESIGN.md rule 6)."""
 
-    exit_code = 75
+    exit_code = ExitCode.TRY_LATER
 
 
 class StateMissing(StateError):
     """A command that only reads the state (status, report, reconcile) was pointed at a database
     that does not exist: it is not created empty, which would read as "nothing was paid"."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class IllegalMove(RunnerError):
@@ -219,14 +222,14 @@ class IllegalMove(RunnerError):
     a bug in runner, never the job's nor the provider's. Nothing of the move is written;
     the run stops (EX_SOFTWARE) rather than send or record what the rules forbid."""
 
-    exit_code = 70
+    exit_code = ExitCode.INTERNAL_ERROR
 
 
 class PlanRefused(RunnerError):
     """A plan file cannot be applied as it stands; ``reasons`` says every why. Nothing was
     sent: make a new plan (and have it approved again)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
     def __init__(self, reasons: Iterable[str]) -> None:
         self.reasons = list(reasons)
@@ -238,14 +241,14 @@ class NeedsApproval(RunnerError):
     (`runner run`, `runner confirm`) is refused before anything is opened or sent; the message
     says how to plan, approve and apply."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class SigningError(RunnerError):
     """A key cannot sign (unreadable, a public key, a wrong passphrase, a type not read), or a
     signature cannot be read or does not verify (``runner.signatures``)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class BadStateLocation(StateError):
@@ -255,14 +258,14 @@ class BadStateLocation(StateError):
     instead), one libpq cannot parse, a URL of another scheme (never taken for a file
     name), or a state other than the one a plan file was made on."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class StateUnavailable(StateError):
     """The state database stayed locked by another process longer than runner waits, or its
     disk is full: nothing is wrong with it, and a later run can go on (EX_TEMPFAIL)."""
 
-    exit_code = 75
+    exit_code = ExitCode.TRY_LATER
 
 
 class StateUnusable(StateError):
@@ -270,7 +273,7 @@ class StateUnusable(StateError):
     system, no permission, an I/O error, a file that is not runner's database or is damaged,
     one written by a newer runner, or one missing a table. A person must look (EX_IOERR)."""
 
-    exit_code = 74
+    exit_code = ExitCode.STATE_UNUSABLE
 
 
 class FileNotWritten(RunnerError):
@@ -278,7 +281,7 @@ class FileNotWritten(RunnerError):
     the disk is full, permission is missing, or a symbolic link, a device or a folder is where
     it goes (never written through). Nothing of it was left behind (EX_IOERR)."""
 
-    exit_code = 74
+    exit_code = ExitCode.STATE_UNUSABLE
 
 
 class SummaryError(RunnerError):
@@ -288,7 +291,7 @@ class SummaryError(RunnerError):
     non-zero code (1, 2, 75) when there is one.
     """
 
-    exit_code = 3
+    exit_code = ExitCode.SUMMARY_NOT_SENT
 
 
 class EmailNotSent(SummaryError):
@@ -300,7 +303,7 @@ class ConfigurationError(RunnerError):
     its certificate is not trusted. Nothing a later run does without a person changes that,
     so it is not "try later" (75) but EX_CONFIG: a cron job stops retrying it and says so."""
 
-    exit_code = 78
+    exit_code = ExitCode.CONFIGURATION
 
 
 class MissingExtra(ConfigurationError):
@@ -348,14 +351,14 @@ class NoLookup(ItemError):
 class ProviderDown(ItemError):
     """The provider cannot be reached (or keeps answering "later"): stop, resume later."""
 
-    exit_code = 75
+    exit_code = ExitCode.TRY_LATER
 
 
 class ProviderMisconfigured(ConfigurationError, ProviderDown):
     """A call met a ``ConfigurationError`` during a run: the run stops as it does for a
     provider that cannot be reached, and exits 78."""
 
-    exit_code = 78
+    exit_code = ExitCode.CONFIGURATION
 
 
 class Retry(Enum):
@@ -394,7 +397,7 @@ class ProviderError(RunnerError):
 class ProviderConnectionError(ProviderError):
     """No HTTP answer came back; the subclasses say whether the request left."""
 
-    exit_code = 75
+    exit_code = ExitCode.TRY_LATER
 
 
 class ConnectionRefused(ProviderConnectionError):
@@ -410,7 +413,7 @@ class UntrustedCertificate(ConfigurationError, ConnectionRefused):
     again cannot succeed until the CA settings (or the provider's certificate) change."""
 
     retry = Retry.UNSAFE
-    exit_code = 78
+    exit_code = ExitCode.CONFIGURATION
 
 
 class ResponseLost(ProviderConnectionError):
@@ -436,7 +439,7 @@ class ProviderHTTPError(ProviderError):
 class AuthenticationError(ConfigurationError, ProviderHTTPError):
     """The credentials are missing or refused: fix them before anything else."""
 
-    exit_code = 78
+    exit_code = ExitCode.CONFIGURATION
 
 
 class RateLimited(ProviderHTTPError):
@@ -449,7 +452,7 @@ class ServiceUnavailable(ProviderHTTPError):
     """The provider (or a remote payment server) says "retry later"; nothing was done."""
 
     retry = Retry.SAFE
-    exit_code = 75
+    exit_code = ExitCode.TRY_LATER
 
 
 class ServerError(ProviderHTTPError):

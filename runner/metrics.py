@@ -26,6 +26,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.exit_codes import ExitCode
 from runner.state.files import replacing
 from runner.summary.tally import STATES
 from runner.summary.totals import CurrencyTotal
@@ -73,7 +74,7 @@ def render(run: RunMetrics, previous: str = "") -> bytes:
           ).labels(job).set(run.ended)
     kept = _previous(previous, job)
     successes = [*run.successes, *kept.pop(LAST_SUCCESS, {}).values()]
-    if run.exit_code == 0:
+    if run.exit_code == ExitCode.OK:
         successes.append(run.ended)
     if successes:
         gauge(LAST_SUCCESS, "When a run of the job last exited 0 (Unix time)").labels(

@@ -10,6 +10,9 @@ import click
 from click.testing import CliRunner
 
 from runner.cli import main
+from runner.exit_codes import ExitCode
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def walk(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -43,12 +46,25 @@ def test_top_level_help_lists_exit_codes() -> None:
         assert line in result.output
 
 
+def test_every_exit_code_is_documented_where_a_user_reads_them() -> None:
+    """runner.exit_codes holds the codes; `runner --help` and README's table say each, and
+    no other."""
+    shown = CliRunner().invoke(main, ["--help"]).output.split("Exit codes:")[1].split("\n\n")[0]
+    in_help = {int(n) for n in re.findall(r"^ +([0-9]+) ", shown, re.M)}
+    in_help |= {int(n) for n in re.findall(r", ([0-9]+) by SIG", shown)}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("\n## Exit codes\n")[1].split("\n## ")[0]
+    in_readme = {int(n) for row in re.findall(r"^\| ([0-9, ]+) \|", table, re.M)
+                 for n in row.split(",")}
+    assert in_help == in_readme == {int(code) for code in ExitCode}
+
+
 def test_the_commands_page_is_the_commands_own_help() -> None:
     """docs/commands.md is `runner man --format markdown`: made again, it is the same (when
     a command changes: runner man --format markdown > docs/commands.md)."""
     result = CliRunner().invoke(main, ["man", "--format", "markdown"])
     assert result.exit_code == 0
-    page = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+    page = ROOT / "docs" / "commands.md"
     assert page.read_text(encoding="utf-8") == result.stdout, \
         "docs/commands.md is out of date: runner man --format markdown > docs/commands.md"
     for path in walk(main):

@@ -1,10 +1,10 @@
 """The command line: thin commands over the library.
 
 Each command parses its options, calls the library and formats the result; library errors
-become messages and exit codes here and nowhere else (``options.reports_errors``). ``HELP``
-below is what `runner --help` shows. The commands: ``run`` (validate, run, confirm), ``plan``
-(plan, apply), ``approvals`` (show, approve), ``batch`` (status, report, resolve, reconcile),
-``sandbox``, ``schema``.
+become messages and exit codes here and nowhere else (``options.reports_errors``); what each
+code means is ``runner.exit_codes``'s. ``HELP`` below is what `runner --help` shows. The
+commands: ``run`` (validate, run, confirm), ``plan`` (plan, apply), ``approvals`` (show,
+approve), ``batch`` (status, report, resolve, reconcile), ``sandbox``, ``schema``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from runner.cli.run import confirm, log_to_stderr, run, validate
 from runner.cli.sandbox import sandbox
 from runner.cli.schema import schema
 from runner.cli.state import state
+from runner.exit_codes import help_lines
 
 HELP = """Pay many people at once from a YAML job file, exactly once.
 
@@ -39,31 +40,7 @@ Example:
 
 \b
 Exit codes:
-  0   every item settled well
-  1   some items failed, were refused or are unknown; a row changed after its
-      item was paid or sent (left unpaid); or "no" to the question before money
-      moves (nothing was sent or written)
-  2   usage error or invalid job file (nothing was sent); a plan refused by apply,
-      or run and confirm refused under run.four_eyes; a key that cannot sign, or a
-      plan approve refuses; status, report or reconcile named a state database that
-      does not exist
-  3   items handled, but the summary email could not be sent (or the summary not
-      made); the summary is under the state folder's reports/ (a worse code wins)
-  4   the balances cannot cover what is to be paid: nothing was paid (run, apply,
-      confirm; plan and run --dry-run: a run would stop so; status: the latest
-      run stopped so)
-  5   status: no item failed, but some are still pending or awaiting confirmation
-  70  internal error: a bug in runner (what is recorded is safe; --debug shows where)
-  74  the state database cannot be used: read-only, no permission, damaged, written
-      by a newer runner, a table missing (a person must look); or a file to write
-      (plan -o, report --output) cannot be: a full disk, a link or a device there
-  75  another run holds the job's lease, the provider is unreachable, or the state
-      database stays locked or its disk is full (try later)
-  78  configuration: the provider refuses the credentials (401/403), or its TLS
-      certificate is not trusted (SSL_CERT_FILE, REQUESTS_CA_BUNDLE); retrying
-      changes nothing until it is fixed
-  130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM: the calls in flight finished and
-      were recorded, the summary was written; run again to resume
+""" + "\n".join(help_lines()) + """
 
 \b
 Shell completion (commands, options, file names), added to the shell's start-up file:

@@ -19,6 +19,7 @@ from runner.cli.options import (
     state_option,
     state_path_of,
 )
+from runner.exit_codes import ExitCode
 from runner.lifecycle import Outcome
 from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
@@ -103,7 +104,7 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation
     else:
         for line in found.lines():
             click.echo(line)
-    sys.exit(0 if found.ok else 1)
+    sys.exit(ExitCode.OK if found.ok else ExitCode.PROBLEMS)
 
 
 @click.command()

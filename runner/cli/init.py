@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from runner.cli.options import reports_errors
+from runner.exit_codes import ExitCode
 
 
 @click.command()
@@ -32,7 +33,7 @@ def init(folder: Path) -> None:
         click.echo(f"error: {len(there)} file(s) already there, nothing was written: "
                    + ", ".join(str(p) for p in there[:5]) + (" ..." if len(there) > 5 else ""),
                    err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.USAGE)
     written = start(folder)
     click.echo(f"{len(written)} files written under {folder}; try: cd {folder} && "
                f"runner run {STARTER}")

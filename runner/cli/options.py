@@ -15,11 +15,10 @@ from typing import Any, TypeVar
 import click
 
 from runner.errors import BadStateLocation, FileNotWritten, JobErrors, RunnerError
+from runner.exit_codes import ExitCode
 from runner.state.locations import StateLocation, parse_location
 
 F = TypeVar("F", bound=Callable[..., Any])
-INTERRUPTED = 128 + 2  # the shell's code for a process ended by SIGINT
-INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug, not "some items failed" (1)
 DEFAULT_STATE_DIR = Path("state")
 STATE_FILE = "runner.sqlite"
 
@@ -195,13 +194,13 @@ def _reported(f: F) -> Callable[..., Any]:
             sys.exit(error.exit_code)
         except KeyboardInterrupt:  # Ctrl-C before a run could stop gracefully: nothing sent
             click.echo("interrupted", err=True)
-            sys.exit(INTERRUPTED)
+            sys.exit(ExitCode.INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception as error:  # noqa: BLE001 - the boundary: no traceback by default
             click.echo(f"internal error: {type(error).__name__}: {error}", err=True)
             _trace(debug)
-            sys.exit(INTERNAL_ERROR)
+            sys.exit(ExitCode.INTERNAL_ERROR)
 
     return wrapper
 

@@ -21,6 +21,7 @@ from runner.cli.run import (
     _execute,
     run_options,
 )
+from runner.exit_codes import ExitCode
 from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     from runner.job import load_job
     from runner.signatures import read_allowed_signers
     from runner.state import open_store
-    from runner.summary.model import FUNDS_SHORT
 
     loaded = load_job(job)
     if sign is not None and (output is None or loaded.approvers_path is None):
@@ -101,7 +101,8 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     else:
         for line in plan_lines(plan):
             click.echo(line)
-    return 2 if plan.stops else FUNDS_SHORT if plan.short else 0
+    return ExitCode.USAGE if plan.stops else ExitCode.FUNDS_SHORT if plan.short \
+        else ExitCode.OK
 
 
 def _drop(planned: Any) -> None:

@@ -25,6 +25,7 @@ from runner.cli.options import (
     state_path_of,
 )
 from runner.errors import RunnerError
+from runner.exit_codes import ExitCode, signalled
 from runner.job.limits import CONCURRENCY_MAX
 from runner.state.locations import StateLocation
 
@@ -90,7 +91,7 @@ def _validate(job: Path, quote: bool, fmt: str, state: StateLocation | None) -> 
         click.echo(simplejson.dumps(report.as_dict(), indent=2))
     else:
         _print_report(report)
-    sys.exit(0 if report.ok else 2)
+    sys.exit(ExitCode.OK if report.ok else ExitCode.USAGE)
 
 
 def _print_report(report: Any) -> None:
@@ -200,7 +201,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
             signal.signal(signum, handler)
     if seen is not None:
         _measured(seen, result)
-    if result.exit_code == 2 and result.report is not None:
+    if result.exit_code == ExitCode.USAGE and result.report is not None:
         _print_report(result.report)
     if result.summary is not None:
         echo_status(status_lines(result.summary))
@@ -209,7 +210,7 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     if result.message:
         click.echo(result.message, err=True)
     code = _summarize(loaded, templates, state, result)
-    code = 128 + stopped_by[0] if stopped_by else code
+    code = signalled(stopped_by[0]) if stopped_by else code
     try:
         record_exit(state_path, result, code)
     except RunnerError as error:  # the run is over: its exit code stays what it says

@@ -56,6 +56,7 @@ from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
 from runner.engine.work import Ending, Share, work
 from runner.errors import LeaseHeld, PlanRefused
+from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.kinds import kind_named
 from runner.lifecycle import PlanAction, Step
@@ -71,7 +72,7 @@ from runner.state import (
     open_store,
 )
 from runner.state.holders import worker_name
-from runner.summary.model import FUNDS_SHORT, Summary, build_summary, read_runs
+from runner.summary.model import Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
 
@@ -161,7 +162,8 @@ def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
                 summary = _summary(job, state, run_id, ending)
             code = ending.code
             if code is None:
-                code = 1 if summary is not None and summary.items_problems else 0
+                code = ExitCode.PROBLEMS if summary is not None and summary.items_problems \
+                    else ExitCode.OK
         finally:
             beat.stop()
             give_up(state, job.name, worker)
@@ -287,7 +289,7 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
                          verify=verify, workers=workers)
         reasons = compare(options.applied.document, plan, job)
         if reasons:
-            return Ending(2, "the plan is refused: " + "; ".join(reasons) +
+            return Ending(ExitCode.USAGE, "the plan is refused: " + "; ".join(reasons) +
                           "; nothing was sent", refused=True), plan
         restrict(options.applied.document, plan)
         balances(plan, flow, provider)
@@ -304,14 +306,16 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
         log.warning("%d item(s) held as possible duplicates: not paid",
                     plan.counts[PlanAction.DUPLICATE])
     if plan.stops:
-        return Ending(2, f"{plan.report.invalid} invalid item(s); nothing was sent"), plan
+        return Ending(ExitCode.USAGE, f"{plan.report.invalid} invalid item(s); nothing was "
+                             f"sent"), plan
     if plan.short and not options.allow_partial and not options.confirm_only:
         sent = f"nothing was sent but {plan.fee_samples} dryrun- quotation(s) that estimated " \
                f"the fees" if plan.fee_samples else "nothing was sent"
-        return Ending(FUNDS_SHORT, f"{plan.shortfall()}: {sent} (--allow-partial pays what "
-                                   f"the balance covers)", plan.shortfall()), plan
+        return Ending(ExitCode.FUNDS_SHORT, f"{plan.shortfall()}: {sent} (--allow-partial "
+                                            f"pays what the balance covers)",
+                      plan.shortfall()), plan
     if options.ask is not None and plan.paying and not options.ask(plan):
-        return Ending(1, "cancelled; nothing was sent", refused=True), plan
+        return Ending(ExitCode.PROBLEMS, "cancelled; nothing was sent", refused=True), plan
     state.record_plan(job.name, job.kind, CHANGED)
     _refused_when_quoted(job, flow, plan)
     state.set_rest(job.name, stager.rest, {n.balance: n.estimated for n in plan.needs})

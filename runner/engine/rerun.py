@@ -17,6 +17,7 @@ from pathlib import Path
 
 import runner
 from runner.engine.phases import Heartbeat
+from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.lifecycle import PlanAction
 from runner.state import RunRecord, StateStore
@@ -86,4 +87,4 @@ def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> tuple[i
 
 
 def exit_code(counts: Mapping[str, int]) -> int:
-    return 1 if any(counts.get(k) for k in PROBLEMS) else 0
+    return ExitCode.PROBLEMS if any(counts.get(k) for k in PROBLEMS) else ExitCode.OK

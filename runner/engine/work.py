@@ -40,10 +40,10 @@ from runner.engine.phases import (
 )
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
+from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.lifecycle import PlanAction, Step
 from runner.logs import event
-from runner.summary.model import FUNDS_SHORT
 
 log = logging.getLogger("runner")
 
@@ -99,16 +99,18 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
             return ending
         _poll(flow, phase, pages, float(job.run.wait_for_final), share)
     if MISCONFIGURED in problems:
-        return Ending(78, "the provider refuses runner's credentials, or its certificate is "
-                          "not trusted: fix the configuration, then run again to resume")
+        return Ending(ExitCode.CONFIGURATION,
+                      "the provider refuses runner's credentials, or its certificate is not "
+                      "trusted: fix the configuration, then run again to resume")
     if UNREACHABLE in problems:
-        return Ending(75, "the provider is unreachable; run again later to resume")
+        return Ending(ExitCode.TRY_LATER, "the provider is unreachable; run again later to resume")
     if share.stop.is_set():
-        return Ending(1, "interrupted; run again to resume")
+        return Ending(ExitCode.PROBLEMS, "interrupted; run again to resume")
     if pages.unworked:
-        return Ending(1, f"{len(pages.unworked)} item(s) not worked: their rows changed "
-                         f"during the run (a run pays what its plan checked); run again to "
-                         f"plan them anew")
+        return Ending(ExitCode.PROBLEMS,
+                      f"{len(pages.unworked)} item(s) not worked: their rows changed during "
+                      f"the run (a run pays what its plan checked); run again to plan them "
+                      f"anew")
     return Ending()
 
 
@@ -202,7 +204,7 @@ def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages
         # Exit 4 says nothing was confirmed; after some was (the estimates fell short of
         # what the quotations cost, or the balance moved), the batch is left part paid: 1.
         more = "more " if share.confirmed else ""
-        return Ending(1 if share.confirmed else FUNDS_SHORT,
+        return Ending(ExitCode.PROBLEMS if share.confirmed else ExitCode.FUNDS_SHORT,
                       f"{short}: funds short; nothing {more}was confirmed (--allow-partial "
                       f"confirms what the balance covers)", short)
     phase.run(flow.commit_call, flow.commit, ready)

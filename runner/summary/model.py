@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from runner.exit_codes import ExitCode
 from runner.kinds import kind_named
 from runner.lifecycle import Call, PlanAction, Shown
 from runner.state import Approval, RunRecord, StateStore
@@ -36,8 +37,6 @@ from runner.summary.totals import CurrencyTotal, Rate
 
 # Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
 # pay (nothing was paid), and `runner status` while items are still on their way.
-FUNDS_SHORT = 4
-PENDING = 5
 
 __all__ = ["LIST_LIMIT", "PROBLEMS", "REVIEW", "STATES", "CurrencyTotal", "Detail",
            "Instruction", "ItemLine", "Listed", "Rate", "Scrubber"]
@@ -150,7 +149,7 @@ class Summary:
     def funds_stop(self) -> bool:
         """The latest run stopped because the balances could not cover what it would pay
         (before anything was confirmed)."""
-        return self.run is not None and self.run.exit_code == FUNDS_SHORT
+        return self.run is not None and self.run.exit_code == ExitCode.FUNDS_SHORT
 
     @property
     def unpriced(self) -> int:
@@ -170,17 +169,17 @@ class Summary:
 
     @property
     def status_code(self) -> int:
-        """`runner status`'s exit code: 1 when an item did not end well (or may not have),
-        else FUNDS_SHORT when the latest run stopped short of funds, else PENDING while any
-        is on its way (or none was made yet), else 0."""
+        """`runner status`'s exit code: PROBLEMS (1) when an item did not end well (or may
+        not have), else FUNDS_SHORT (4) when the latest run stopped short of funds, else
+        PENDING (5) while any is on its way (or none was made yet), else OK (0)."""
         if self.items_problems:
-            return 1
+            return ExitCode.PROBLEMS
         if self.funds_stop:
-            return FUNDS_SHORT
+            return ExitCode.FUNDS_SHORT
         if not self.items or self.counts.get(Shown.PENDING) or \
                 self.counts.get(Shown.AWAITING_CONFIRM):
-            return PENDING
-        return 0
+            return ExitCode.PENDING
+        return ExitCode.OK
 
     @property
     def money_run(self) -> RunTimes | None:
@@ -217,7 +216,7 @@ class Summary:
         when the latest run stopped because the balances could not cover the batch."""
         c = self.counts
         review = sum(c.get(k, 0) for k in REVIEW)
-        if self.run is not None and self.run.exit_code == FUNDS_SHORT:
+        if self.run is not None and self.run.exit_code == ExitCode.FUNDS_SHORT:
             before = f" ({c[Shown.SETTLED]} paid before)" if c.get(Shown.SETTLED) else ""
             return f"{self.job}: nothing paid, funds short: {self.run.message}{before}"
 

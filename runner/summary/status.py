@@ -3,6 +3,7 @@ after its last call. A view of the one read model (``Summary``), like every repo
 
 from __future__ import annotations
 
+from runner.exit_codes import ExitCode
 from runner.lifecycle import Outcome, PlanAction, Shown
 from runner.summary.amounts import money_text, number_text
 from runner.summary.model import ItemLine, Summary
@@ -20,7 +21,7 @@ NEW_NAME = ("  a new batch needs a new `name` in its job file: the same name is 
 STAGES = {"confirmed": "confirmed (on their way)", "created": "created (not confirmed)",
           "not started": "not started"}
 # A run's exit code after a signal, and what sent it.
-SIGNALS = {130: "Ctrl-C", 143: "SIGTERM"}
+SIGNALS: dict[int, str] = {ExitCode.INTERRUPTED: "Ctrl-C", ExitCode.TERMINATED: "SIGTERM"}
 
 
 def status_lines(summary: Summary) -> list[str]:
