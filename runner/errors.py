@@ -205,7 +205,7 @@ class StateError(RunnerError):
 
 
 class LeaseHeld(StateError):
-    """Another live run holds the job's lease: try later (DESIGN.md rule 6)."""
+    """Another live run holds the job's lease: try later (rule 6 of docs/exactly-once.md)."""
 
     exit_code = ExitCode.TRY_LATER
 
@@ -323,7 +323,7 @@ class ItemConflict(ItemError):
 class OtherRecord(ItemError):
     """A lookup by an external id (or reference, or name) answered a record that does not
     carry it: a provider may match its own ids or other names too. It is never adopted,
-    and the lookup never goes on to another key (DESIGN.md rule 8): the item needs a
+    and the lookup never goes on to another key (rule 8 of docs/exactly-once.md): the item needs a
     person, who is told both records, the one asked for and the one the provider gave."""
 
     def __init__(self, noun: str, key: str, asked: str, found_id: object,
@@ -516,8 +516,8 @@ class InsufficientBalance(BusinessRefusal):
 
 class DuplicateWithoutLookup(BusinessRefusal):
     """The external_id was used before, by a call that cannot be looked up by it (a charge,
-    refund or cancel, the legacy Pay): never sent again, a person checks (DESIGN.md rule
-    5)."""
+    refund or cancel, the legacy Pay): never sent again, a person checks (rule 5 of
+    docs/exactly-once.md)."""
 
 
 class ReferenceTaken(BusinessRefusal):

@@ -39,6 +39,17 @@ def test_no_document_outside_the_repository_is_cited(page: Path) -> None:
         assert "exactly-once.md#the-rules" in text or page.name == "exactly-once.md", rule
 
 
+def test_no_source_cites_a_document_outside_the_repository() -> None:
+    """Docstrings and comments point to pages of docs/, never to a file the repository does
+    not hold (a design note, the provider's documents as files)."""
+    sources = sorted(p for folder in ("runner", "tests", "benchmarks")
+                     for p in (ROOT / folder).rglob("*.py"))
+    cited = [f"{p.relative_to(ROOT)}:{n}" for p in sources
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"DESIGN\.md|STYLE\.md|\bspec/", line)]
+    assert len(sources) > 100 and cited == []
+
+
 def test_the_readme_starts_with_its_two_commands() -> None:
     first = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:4]
     assert first == [

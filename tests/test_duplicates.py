@@ -1,5 +1,5 @@
-"""Possible duplicates (DESIGN.md rule 9): two items of one batch that pay the same person the
-same amount, whatever their external_ids, end to end against a loopback sandbox.
+"""Possible duplicates (rule 9 of docs/exactly-once.md): two items of one batch that pay the same
+person the same amount, whatever their external_ids, end to end against a loopback sandbox.
 
 The provider is the judge of who was paid: its confirmed transactions per beneficiary's
 msisdn. The state, `runner status`, `runner plan` and the run's exit code must say the same.

@@ -1,4 +1,5 @@
-"""The exactly-once rules of DESIGN.md, proved against the sandbox's faults over real HTTP.
+"""The exactly-once rules (docs/exactly-once.md), proved against the sandbox's faults over real
+HTTP.
 
 Each test drives ``run_job`` (the library under `runner run`) against a loopback sandbox
 whose status changes are immediate (``submit_delay=0, complete_delay=0``), with the engine's

@@ -3,7 +3,7 @@ answers (tests/reference/money-transfer-v1.json, each with its source) are asked
 sandbox, over real HTTP and signed as real clients sign, and the answers must have the same
 status codes, fields, types and nesting (values are the sandbox catalogue's own).
 
-Where the documents (spec/) and the reference disagree, the documents win: ``DOCUMENTS_WIN``
+Where the provider's documents and the reference disagree, the documents win: ``DOCUMENTS_WIN``
 lists each such field with the reason; any other difference fails.
 """
 

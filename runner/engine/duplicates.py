@@ -1,4 +1,5 @@
-"""Possible duplicates, held (DESIGN.md rule 9): two items of one batch that pay the same.
+"""Possible duplicates, held (rule 9 of docs/exactly-once.md): two items of one batch that pay the
+same.
 
 A batch is a job's name with all its history in the state. Each kind says what makes two of
 its items the same payment (``runner.kinds.same``: for a remittance the beneficiary's account

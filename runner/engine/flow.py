@@ -1,5 +1,6 @@
 """What every per-kind pipeline shares: the item and its state record (``Entry``), and the
-exactly-once mechanics of DESIGN.md in one base class (``Flow``).
+exactly-once mechanics (docs/exactly-once.md; an item's way from row to paid:
+docs/how-an-item-moves.md) in one base class (``Flow``).
 
 - ``post``: the intent is committed before a POST and the outcome after; an in-doubt answer
   (lost, timeout, 5xx) or a "this external_id is used" answer is resolved by a lookup by

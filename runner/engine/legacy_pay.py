@@ -2,17 +2,16 @@
 takes the card or registered credential and pays, in JSON or XML as the item's ``format``
 says.
 
-The call has no lookup by external id of its own, so it falls under DESIGN.md rule 5: once
-sent, it is never sent again. An answer lost, a timeout, a 5xx or a ReturnCode 5000 (remote
-technical error, status unknown) make the item ``unknown``: it is listed for a person, with
-the ``MerchantOrder.Id`` (the payment order's external id at the collection service) to check,
-and the run exits non-zero. A run killed while a Pay was in flight leaves its intent, which
-the next run turns into ``unknown`` the same way, without sending anything. 5050 (remote
-server unavailable) is retried with backoff, as nothing was made; refusals are never retried:
-3000 (refused; the order exists, Refused) ends the item, 2000, 2500 and 94xx fail it with the
-code and message (nothing was made: a corrected job may send it again), but for a 2500 saying
-the ``MerchantOrder.Id`` is already used: that order may be this item's, paid by a run whose
-state is lost, so the item is ``unknown``.
+The call has no lookup by external id of its own, so it falls under rule 5 of docs/exactly-once.md:
+once sent, it is never sent again. An answer lost, a timeout, a 5xx or a ReturnCode 5000 (remote
+technical error, status unknown) make the item ``unknown``: it is listed for a person, with the
+``MerchantOrder.Id`` (the payment order's external id at the collection service) to check, and the
+run exits non-zero. A run killed while a Pay was in flight leaves its intent, which the next run
+turns into ``unknown`` the same way, without sending anything. 5050 (remote server unavailable) is
+retried with backoff, as nothing was made; refusals are never retried: 3000 (refused; the order
+exists, Refused) ends the item, 2000, 2500 and 94xx fail it with the code and message (nothing was
+made: a corrected job may send it again), but for a 2500 saying the ``MerchantOrder.Id`` is already
+used: that order may be this item's, paid by a run whose state is lost, so the item is ``unknown``.
 
 Card data never leaves the request: the state (attempts, summary, fingerprint), the logs and
 the reports see the card number as its last four digits and no CVV; other credentials by

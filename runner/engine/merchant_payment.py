@@ -1,5 +1,5 @@
 """One merchant payment, exactly once: quotation -> payment -> confirm -> final status
-(spec/merchant-payment-service.md, part A).
+(docs/kinds.md, "merchant_payment").
 
 The exactly-once machinery is ``runner.engine.quoted``'s (lookups ``GET quotations/ext-...``
 and ``GET payments/ext-...``); this module says what is a merchant payment's: the payment as

@@ -1,4 +1,4 @@
-"""Charges, refunds and cancellations on existing payment orders (spec/collection-service.md),
+"""Charges, refunds and cancellations on existing payment orders (docs/kinds.md),
 one class for the three: ``OperationFlow`` with the operation's name.
 
 Steps: new (prepare reads the order: it exists, its id is recorded in ``provider_ref``, what
@@ -8,7 +8,7 @@ reads the order the row names again and re-checks what remains
 (``runner.validation.collection.remaining``, with the operations this state database
 records, in every job) just before sending, so two items on one order never race.
 
-Exactly once (DESIGN.md rule 5): the service offers no lookup of an operation by its
+Exactly once (rule 5 of docs/exactly-once.md): the service offers no lookup of an operation by its
 external id, so the operation is sent with ``post_once``: a 503 or a refused connection
 (nothing sent) is retried; once in doubt (lost answer, timeout, 5xx, 2001401) it is never
 sent again: the item becomes ``unknown``, is listed for a person, and the run exits 1. A run

@@ -1,5 +1,5 @@
 """One payment order of the collection service, exactly once: (quotation ->) payment order ->
-final status (spec/collection-service.md).
+final status (docs/kinds.md, "payment_order").
 
 The order is created directly, or, when the item has a ``quotation`` (the payment page
 converts currency), from a quotation addressed by its external id

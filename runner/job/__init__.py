@@ -1,4 +1,4 @@
-"""Job files: the YAML model, loading, rows and templating (DESIGN.md, "The job file").
+"""Job files: the YAML model, loading, rows and templating (docs/job-files.md).
 
 ``load_job(path)`` returns a checked ``Job`` or raises ``JobErrors`` with every problem;
 ``iter_items(job)`` streams its rows as ``ValidItem`` or ``InvalidItem``; ``approval_rules``

@@ -1,4 +1,4 @@
-"""The items of the collection service's kinds (spec/collection-service.md): ``payout``,
+"""The items of the collection service's kinds (docs/kinds.md): ``payout``,
 ``account_transfer``, ``payment_order``, the operations ``charge``, ``refund`` and
 ``cancel``, and ``onboarding``.
 

@@ -55,7 +55,7 @@ class ValidItem:
     item: JobModel
     values: RowValues = field(repr=False)
     # The row's ``allow_duplicate`` column says it pays what another item of the batch pays
-    # on purpose (DESIGN.md rule 9): it is not held as a possible duplicate.
+    # on purpose (rule 9 of docs/exactly-once.md): it is not held as a possible duplicate.
     allow_duplicate: bool = False
 
     ok = True

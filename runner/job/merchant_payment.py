@@ -1,5 +1,5 @@
 """The items of ``merchant_payment`` and ``legacy_pay`` jobs
-(spec/merchant-payment-service.md, parts A and B).
+(docs/kinds.md, "merchant_payment" and "legacy_pay").
 
 A merchant payment item is one quotation and one payment; the document shows the payment
 request in two forms, and runner writes the one of its example (``consumer`` and

@@ -1,4 +1,4 @@
-"""The job file as typed data: the contract of ../shared/DESIGN.md, "The job file".
+"""The job file as typed data: the contract docs/job-files.md describes.
 
 ``Job`` is what ``runner.job.loading.load_job`` returns once the YAML has been read and its
 ``${VAR}`` references resolved. Its ``defaults`` and ``items.template`` stay untyped here:

@@ -1,5 +1,5 @@
 """The item of a ``remittance`` job: one quotation and one transaction of the money transfer
-service (spec/money-transfer-service.md).
+service (docs/kinds.md, "remittance").
 
 An item holds the union of the quotation and transaction create requests, without
 ``external_id``: runner derives it from ``items.external_id`` and uses it for both. Which

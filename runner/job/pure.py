@@ -1,8 +1,8 @@
 """What an ``items.external_id`` template may do: be a pure function of the row.
 
-An external_id is what keeps a payment from being made twice (DESIGN.md rule 1): the same
-row must give the same text in every run, in every process, on every host. So its template
-is checked, once, when the job is loaded, against a grammar that can only read data:
+An external_id is what keeps a payment from being made twice (rule 1 of docs/exactly-once.md): the
+same row must give the same text in every run, in every process, on every host. So its template is
+checked, once, when the job is loaded, against a grammar that can only read data:
 
 - the names ``row`` and ``vars``, and ``job.name``; their values by ``.name`` or ``[key]``
   where the key is written out (a column, a var, a list index, a slice), never one that

@@ -1,4 +1,5 @@
-"""What makes two items of one batch the same payment, for each kind (DESIGN.md rule 9).
+"""What makes two items of one batch the same payment, for each kind (rule 9 of
+docs/exactly-once.md).
 
 Beside its external_id, an item is known by what it pays: to whom, how much, in which
 currency. Two items of one batch (one job name, all its history in the state) that pay the

@@ -1,5 +1,5 @@
 """Client of the collection service's quotations, payment orders and operations (charge,
-refund, cancel), under ``/v1/payment`` (spec/collection-service.md).
+refund, cancel), under ``/v1/payment`` (docs/sandbox.md: the collection service).
 
 ``order_ref`` arguments take a payment order's id (``PO`` and 10 digits) or
 ``ext(external_id)``; an external id is always sent in its ``ext-`` form, so one that looks

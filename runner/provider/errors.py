@@ -1,10 +1,10 @@
 """Which error a provider's answer means: the one function that maps an answer onto the
 exception tree of ``runner.errors`` (as stripe-python's ``specific_v1_api_error`` does).
 
-Every client's failed answer goes through ``error_from_answer``: the JSON services' error
-bodies (``{"errors": [{"code", "message"}]}``) and the legacy Pay's fields (``ReturnCode``,
-``ReturnMessage``, ``PaymentOrderId``, ``Status``; spec/README.md) alike. What the tables
-below decide, no caller decides again:
+Every client's failed answer goes through ``error_from_answer``: the JSON services' error bodies
+(``{"errors": [{"code", "message"}]}``) and the legacy Pay's fields (``ReturnCode``,
+``ReturnMessage``, ``PaymentOrderId``, ``Status``; docs/sandbox.md, "Legacy Pay") alike. What the
+tables below decide, no caller decides again:
 
 - by code: ``BY_CODE`` for the JSON services, ``BY_RETURN_CODE`` for the legacy Pay;
 - by status, where the code says nothing: 429, 503, 5xx, 401, 404;
@@ -67,7 +67,8 @@ BY_CODE: dict[str, type[ProviderHTTPError]] = {
     "2001501": ServiceUnavailable,
 }
 
-# The legacy Pay's ReturnCodes (spec/README.md); 1000 is success and never comes here.
+# The legacy Pay's ReturnCodes (docs/sandbox.md, "Legacy Pay"); 1000 is success and never comes
+# here.
 BY_RETURN_CODE: dict[str, type[ProviderHTTPError]] = {
     "2000": InvalidRequest, "9400": InvalidRequest, "9405": InvalidRequest,
     "2500": BusinessRefusal, "3000": PayRefused, "5000": PayStatusUnknown,
@@ -97,7 +98,7 @@ BY_MESSAGE: tuple[Rule, ...] = (
                         r"already exists|merchant_external_id .* is already used|an account "
                         r"labelled .* already exists"), ReferenceTaken, ReferenceTaken),
 )
-# The calls with no lookup by external_id (DESIGN.md rule 5): the collection service's
+# The calls with no lookup by external_id (rule 5 of docs/exactly-once.md): the collection service's
 # operations (collection.OPERATION_PATHS) and the legacy Pay (legacy.PAY, whose
 # MerchantOrder.Id is its external_id).
 WITHOUT_LOOKUP = re.compile(

@@ -1,15 +1,15 @@
 """Client of the legacy single-call Pay (``POST /Rest/V40/PaymentOrder/Pay``, document 3
 part B), in JSON or XML: the answer comes back in the request's form.
 
-The call reports in its own ReturnCodes (spec/README.md): 1000 is success, and every other
-answer is mapped onto the exception tree by ``runner.provider.errors.error_from_answer``, as
+The call reports in its own ReturnCodes (docs/sandbox.md, "Legacy Pay"): 1000 is success, and every
+other answer is mapped onto the exception tree by ``runner.provider.errors.error_from_answer``, as
 every client's answers are (3000 ``PayRefused``, 5000 ``PayStatusUnknown`` in doubt, 5050
 ``ServiceUnavailable`` safe to retry, and so on; its ``BY_RETURN_CODE`` is the table).
 
-A lost connection or a timeout after sending is in doubt too (``http.ProviderClient.send``).
-The call has no lookup of its own, so the engine never sends an in-doubt Pay again
-(DESIGN.md rule 5). XML is written with the standard library and read with defusedxml (no
-DTD, no entities). Card data goes out in the request body only: nothing here logs or keeps it.
+A lost connection or a timeout after sending is in doubt too (``http.ProviderClient.send``). The
+call has no lookup of its own, so the engine never sends an in-doubt Pay again (rule 5 of
+docs/exactly-once.md). XML is written with the standard library and read with defusedxml (no DTD, no
+entities). Card data goes out in the request body only: nothing here logs or keeps it.
 """
 
 from __future__ import annotations

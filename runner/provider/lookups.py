@@ -1,4 +1,5 @@
-"""What a lookup by external id may answer: only the record that carries it (DESIGN.md rule 8).
+"""What a lookup by external id may answer: only the record that carries it (rule 8 of
+docs/exactly-once.md).
 
 A provider may match a lookup's key against more than one of its keys: the collection
 service reads ``payment-orders/{id}`` and ``payment-orders/{externalId}`` at one path, and

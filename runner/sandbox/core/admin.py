@@ -142,7 +142,7 @@ async def set_balance(request: Request, currency: str, body: BalanceSetting) -> 
 @router.post("/customer-care/{table}/{external_id}")
 async def customer_care(request: Request, table: str, external_id: str,
                         body: StatusChange) -> JSON:
-    """What the provider's customer care does outside the API (spec/README.md: 20000 ->
+    """What the provider's customer care does outside the API (the provider documents 20000 ->
     40000 CANCELLED and 70000 -> 80000 REVERSED are "customer care only"): the record of
     ``table`` (transactions, payments, payment_orders, transfer_requests, payout_requests)
     with that external id takes ``status``, with what the status does to the money, and no

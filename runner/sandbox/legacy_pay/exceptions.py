@@ -1,4 +1,5 @@
-"""The legacy Pay's answers: every one carries a ReturnCode (spec/README.md), in the request's
+"""The legacy Pay's answers: every one carries a ReturnCode (docs/sandbox.md, "Legacy Pay"), in the
+request's
 format (JSON, or XML with root ``Response``): 1000 with HTTP 200; 2000, 2500, 3000, 5000 and
 5050 with HTTP 400; 9400, 9401, 9403, 9404, 9405 and 9500 with 400, 401, 403, 404, 405 and
 500; and two answers of the sandbox's own: too many calls, 5050 with HTTP 429, and a body over
@@ -27,7 +28,7 @@ MESSAGES = {
     9405: "Method not allowed", 9500: "Internal error",
 }
 HTTP = {1000: 200, 9400: 400, 9401: 401, 9403: 403, 9404: 404, 9405: 405, 9500: 500}
-# The collection service's codes, by their descriptions (spec/README.md).
+# The collection service's codes, by their descriptions (the provider documents them so).
 FROM_COLLECTION = {"2001101": 2000, "2001201": 2500, "1001001": 2500, "1000403": 2500,
                    "2001301": 3000, "2001401": 5000, "2001501": 5050}
 

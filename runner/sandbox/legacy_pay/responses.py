@@ -1,14 +1,13 @@
 """The legacy single-call Pay (document 3, part B): ``POST /Rest/V40/PaymentOrder/Pay``, in
 JSON or in XML (root ``Request``), answered in the request's format (root ``Response``).
 
-A Pay creates a payment order of the collection service, with ``MerchantOrder.Id`` as its
-external id: ``GET /v1/payment/payment-orders/{MerchantOrder.Id}`` reads it, and its
-``PaymentOrderId`` N is the order ``PO`` + N on 10 digits. Every answer carries a ReturnCode
-(spec/README.md): 1000 with HTTP 200; 2000, 2500, 3000, 5000 and 5050 with HTTP 400; 9400,
-9401, 9403, 9404, 9405 and 9500 with 400, 401, 403, 404, 405 and 500. XML is read with
-defusedxml: no DTD, no entity expansion, no external entity, nested at most ``MAX_DEPTH``
-deep; JSON and XML bodies alike are held to core/bounds.py's limits (9400 for their syntax,
-2000 for a value).
+A Pay creates a payment order of the collection service, with ``MerchantOrder.Id`` as its external
+id: ``GET /v1/payment/payment-orders/{MerchantOrder.Id}`` reads it, and its ``PaymentOrderId`` N is
+the order ``PO`` + N on 10 digits. Every answer carries a ReturnCode (docs/sandbox.md, "Legacy
+Pay"): 1000 with HTTP 200; 2000, 2500, 3000, 5000 and 5050 with HTTP 400; 9400, 9401, 9403, 9404,
+9405 and 9500 with 400, 401, 403, 404, 405 and 500. XML is read with defusedxml: no DTD, no entity
+expansion, no external entity, nested at most ``MAX_DEPTH`` deep; JSON and XML bodies alike are held
+to core/bounds.py's limits (9400 for their syntax, 2000 for a value).
 """
 
 from __future__ import annotations
