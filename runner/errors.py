@@ -97,6 +97,10 @@ it again, same external_id), LOOKUP (look the resource up by its external_id bef
 else) or UNSAFE (never again);
 ``runner.provider.retry.decide`` reads it. Which answer is which class is decided in one
 place, ``runner.provider.errors.error_from_answer``.
+
+``down`` says which provider errors stop a run, or the payee checks, rather than fail the
+one item, and ``stopping`` what they stop it with (``ProviderDown`` 75,
+``ProviderMisconfigured`` 78).
 """
 
 from __future__ import annotations
@@ -529,3 +533,20 @@ class ReferenceTaken(BusinessRefusal):
 class PayRefused(PayAnswered, BusinessRefusal):
     """The legacy Pay's 3000: the card (or the remote server) refused; the order exists,
     Refused."""
+
+
+def down(error: ProviderError) -> bool:
+    """Whether ``error`` stops the run (or the check, or the command) rather than fail the
+    one item it was about: the provider cannot be reached, says "later" after every retry,
+    or cannot be used as configured (credentials, certificate)."""
+    return isinstance(error, ProviderConnectionError | ConfigurationError) or \
+        error.retry is Retry.SAFE
+
+
+def stopping(error: ProviderError, doing: str = "") -> ProviderDown:
+    """What stops the run for ``error`` (one ``down`` says stops it): exit 78 for the
+    configuration, else 75; ``doing`` says what it stopped ("the payee checks")."""
+    said = f"{doing}: {error}" if doing else str(error)
+    if isinstance(error, ConfigurationError):
+        return ProviderMisconfigured(said)
+    return ProviderDown(said)

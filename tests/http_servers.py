@@ -270,10 +270,11 @@ class Call:
 class Rewriter(Server):
     """A reverse proxy in front of ``upstream`` (the sandbox's URL): one upstream connection
     per client connection; calls a ``Rule`` picks are answered oddly. ``calls`` lists every
-    call in order."""
+    call in order. With ``tls`` (a server context) it is reached over TLS."""
 
-    def __init__(self, upstream: str, rules: list[Rule] | None = None) -> None:
-        super().__init__()
+    def __init__(self, upstream: str, rules: list[Rule] | None = None, tls: Any = None
+                 ) -> None:
+        super().__init__(tls)
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.rules = rules or []

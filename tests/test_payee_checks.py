@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from conftest import KEY, SECRET, Admin
-from engine_support import cli, err_lines, out_lines, outcomes, transactions
+from engine_support import MT, cli, err_lines, out_lines, outcomes, transactions
+from http_servers import Rewriter, Rule, answer
+from mail_server import Authority
 
 from runner.payees.checks import plan_file_lines
 from runner.sandbox import RunningSandbox
@@ -53,12 +55,16 @@ NO_CHECK = "e,10,PHP,20.00,+639171234567,Maria,Santos\n"  # cash pick-up: no che
 MONTH = MATCH + CLOSE + NO_MATCH + CLOSED + NO_CHECK
 
 
-def write(folder: Path, sb: RunningSandbox, rows: str, name: str = "pay-2026-11",
-          policy: str = "hold") -> Path:
+def write(folder: Path, sb: RunningSandbox | str, rows: str, name: str = "pay-2026-11",
+          policy: str = "hold", attempts: int = 2) -> Path:
+    """The job (and its rows) for the sandbox, or for a base URL in front of it."""
     (folder / f"{name}.csv").write_text(HEADER + rows, encoding="utf-8")
     job = folder / f"{name}.yaml"
-    job.write_text(JOB.format(name=name, url=sb.url, key=KEY, secret=SECRET, policy=policy,
-                              rows=f"{name}.csv"), encoding="utf-8")
+    url = sb if isinstance(sb, str) else sb.url
+    job.write_text(JOB.format(name=name, url=url, key=KEY, secret=SECRET, policy=policy,
+                              rows=f"{name}.csv").replace("attempts: 2",
+                                                          f"attempts: {attempts}"),
+                   encoding="utf-8")
     return job
 
 
@@ -281,3 +287,73 @@ def test_merchant_payments_and_kinds_with_no_check(
                             "--verify"))
     assert "payee checks (warn): no check offered for payout items" in payouts
     assert checks(adm) == (0, 0)
+
+
+VERIFICATION = "(POST /v1/money-transfer/payers/1/credit-party-verification)"
+STOPPED = "error: the payee checks stopped before anything was paid: "
+
+
+def test_a_provider_that_cannot_answer_the_checks_stops_them_with_75(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    """No answer after every retry, or "later": the provider's state, not a finding on the
+    payees. The plan and the run end 75 with one line, nothing paid, nobody held or kept
+    as not verified; once the provider answers, the run pays as ever."""
+    job = write(tmp_path, sb, MATCH + CLOSE)
+    adm.faults({"parties": {"lost_rate": 1}})  # the answers lost: no HTTP answer at all
+    planned = cli("plan", str(job), "--state", str(state), "-o", str(tmp_path / "p.json"))
+    assert (planned.exit_code, planned.stdout, err_lines(planned)) == (75, "", [
+        f"{STOPPED}connection failed: RemoteDisconnected {VERIFICATION}"])
+    assert not (tmp_path / "p.json").exists()
+    ran = cli("run", str(job), "--state", str(state), "--yes")
+    assert (ran.exit_code, err_lines(ran)[-1:]) == (75, err_lines(planned))
+    assert checks(adm)[0] == 8  # by each command, each account asked twice (attempts: 2)
+    # 503, "retry later" (one try: its Retry-After would be waited for).
+    adm.faults({"parties": {"unavailable_rate": 1}})
+    write(tmp_path, sb, MATCH + CLOSE, attempts=1)
+    ran = cli("run", str(job), "--state", str(state), "--yes")
+    assert (ran.exit_code, err_lines(ran)[-1:]) == (75, [
+        f"{STOPPED}1009001 Service temporarily unavailable, retry later {VERIFICATION}"])
+    assert paid(sb) == [] and outcomes(state, "pay-2026-11") == {}
+    adm.api.call("DELETE", "/faults")
+    ran = cli("run", str(job), "--state", str(state), "--yes")
+    assert ran.exit_code == 0, err_lines(ran)
+    assert paid(sb) == ["pay-2026-11-a", "pay-2026-11-b"]
+
+
+def test_a_configuration_refused_during_the_checks_stops_them_with_78(
+        sb: RunningSandbox, tmp_path: Path, state: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider's certificate renewed, between the plan's first reads and its checks,
+    by an authority runner does not trust; the checks' endpoint refusing the credentials: a
+    person fixes the configuration. The plan and the run end 78 with one line, nothing
+    paid, nobody held or kept as not verified."""
+    trusted, other = (Authority.make(folder) for folder in (tmp_path / "ca", tmp_path / "ca2")
+                      if not folder.mkdir())
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(trusted.ca_file))
+    for command in (("plan", "-o", str(tmp_path / "p.json")), ("run", "--yes")):
+        with Rewriter(sb.url, tls=trusted.server) as proxy:
+
+            def renewed(head: bytes, body: bytes, proxy: Rewriter = proxy) -> bytes:
+                proxy.tls = other.server  # every connection from now on
+                return b""  # and a check on one from before is dropped, unanswered
+
+            proxy.rules.append(Rule(f"POST {MT}/payers/1/credit-party-verification", renewed,
+                                    count=99, forward=False, close=True))
+            # Each connection from before carries one try at most: enough tries to meet
+            # the new certificate.
+            job = write(tmp_path, proxy.url, MATCH + CLOSE, attempts=6)
+            stopped = cli(command[0], str(job), "--state", str(state), *command[1:])
+        assert (stopped.exit_code, err_lines(stopped)[-1:]) == (78, [
+            f"{STOPPED}could not connect: the provider's TLS certificate is not trusted "
+            f"(unable to get local issuer certificate) {VERIFICATION}"])
+    assert not (tmp_path / "p.json").exists()
+    refused = answer("401 Unauthorized",
+                     b'{"errors": [{"code": "1000401", "message": "Unauthorized"}]}')
+    with Rewriter(sb.url, [Rule(f"POST {MT}/payers/1/credit-party-verification",
+                                lambda head, body: refused, count=9, forward=False)],
+                  tls=trusted.server) as proxy:
+        job = write(tmp_path, proxy.url, MATCH + CLOSE)
+        stopped = cli("run", str(job), "--state", str(state), "--yes")
+    assert (stopped.exit_code, err_lines(stopped)[-1:]) == (78, [
+        f"{STOPPED}1000401 Unauthorized {VERIFICATION}"])
+    assert paid(sb) == [] and outcomes(state, "pay-2026-11") == {}

@@ -36,16 +36,13 @@ from typing import Any, Generic, TypeVar, Unpack, cast
 
 from runner import lifecycle
 from runner.errors import (
-    ConfigurationError,
     DuplicateExternalId,
     ItemInDoubt,
     NoLookup,
     OtherRecord,
-    ProviderConnectionError,
-    ProviderDown,
     ProviderError,
-    ProviderMisconfigured,
-    Retry,
+    down,
+    stopping,
 )
 from runner.job.fields import JobModel
 from runner.lifecycle import Call, Changes, Outcome, Reason
@@ -62,20 +59,6 @@ T = TypeVar("T")
 def fingerprint(item: JobModel) -> str:
     """The hash of an item's request kept in the state: a row changed since is seen."""
     return hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:32]
-
-
-def _down(exc: ProviderError) -> bool:
-    """Whether the error stops the run rather than the item: the provider cannot be reached,
-    says "later", or cannot be used as configured (credentials, certificate)."""
-    return isinstance(exc, ProviderConnectionError | ConfigurationError) or \
-        exc.retry is Retry.SAFE
-
-
-def stopping(exc: ProviderError) -> ProviderDown:
-    """What stops the run for ``exc`` (one ``_down`` says stops it)."""
-    if isinstance(exc, ConfigurationError):
-        return ProviderMisconfigured(str(exc))
-    return ProviderDown(str(exc))
 
 
 class _Unread:
@@ -184,7 +167,7 @@ class Flow(Generic[ItemT, ClientT]):
     def _fail(self, entry: Entry[ItemT], error: ProviderError,
               **values: Unpack[ItemChanges]) -> None:
         """The provider refused the item: it fails with the provider's code and message."""
-        if _down(error):
+        if down(error):
             raise stopping(error) from error
         self.move(entry, lifecycle.refused(entry.record, error.code, error.message), **values)
 
@@ -229,7 +212,7 @@ class Flow(Generic[ItemT, ClientT]):
         try:
             return self.policy.call(fetch, idempotent=True)
         except ProviderError as exc:
-            if _down(exc):
+            if down(exc):
                 raise stopping(exc) from exc
             raise ItemInDoubt(f"lookup failed: {exc}") from exc
 

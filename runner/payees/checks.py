@@ -15,6 +15,11 @@ check), not verified (the check was refused or failed; it is asked again next ti
 ``hold``, no match, an unavailable account and not verified hold the item (``holds``)
 unless a person accepted its payee (``runner resolve JOB ID --accept-payee``) for the same
 account and name.
+
+Only the provider's answer about a payee is that payee's finding. A provider that cannot be
+reached, answers "later" after every retry, or refuses the configuration (credentials, an
+untrusted certificate) stops the checks, and the plan or run, before anything is paid, as it
+stops a run: exit 75 (try later) or 78 (a person fixes it); nobody is held for it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 from runner.cards import luhn, mask
-from runner.errors import AuthenticationError, NotFound, ProviderError
+from runner.errors import NotFound, ProviderError, down, stopping
 from runner.lifecycle import PlanAction
 from runner.payees.names import Verdict, compare
 from runner.provider import Provider
@@ -231,8 +236,10 @@ class PayeeChecks:
         return self.policy == "hold"
 
     def close(self) -> None:
+        """Wait for the checks in flight; those not started (after one stopped the checks)
+        are dropped."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def findings(self, items: Iterable[tuple[str, Any]]) -> dict[str, Finding]:
@@ -271,9 +278,8 @@ class PayeeChecks:
             try:
                 self._offers[key] = self.retry.call(
                     lambda: self.parties.offer(p.service, p.payer), idempotent=True)
-            except AuthenticationError:
-                raise
             except ProviderError as exc:
+                _stop_if_down(exc)
                 self._offers[key] = f"the payer could not be read: {exc.code} {exc.message}"
         return self._offers[key]
 
@@ -301,11 +307,10 @@ class PayeeChecks:
             holder: tuple[str, ...] | None = None
             if status == AVAILABLE and offer[1] and not missing(p.identifier, offer[1]):
                 holder = self.retry.call(lambda: self.parties.holder(p), idempotent=True)
-        except AuthenticationError:
-            raise
         except NotFound:
             return "the provider holds no name for this account"
         except ProviderError as exc:
+            _stop_if_down(exc)
             return f"the check failed: {' '.join(x for x in (exc.code, exc.message) if x)}"
         return PayeeCheck(p.account or "", p.service, p.payer, p.masked, status, holder,
                           self.clock())
@@ -346,6 +351,15 @@ class PayeeChecks:
         result = _VERDICTS[best.verdict] if best is not None else Result.NO_MATCH
         return Finding(result, p.name, p.masked, holder=answer.holder[0], status=AVAILABLE,
                        checked_at=when)
+
+
+def _stop_if_down(error: ProviderError) -> None:
+    """A provider that cannot be reached, says "later" after every retry, or refuses the
+    configuration stops the checks, and the command, before anything is paid (75, 78): it
+    says nothing of the payee, who is not held for it (``runner.errors.down``)."""
+    if down(error):
+        raise stopping(error, "the payee checks stopped before anything was paid") \
+            from error
 
 
 def _iso(stamp: float) -> str:
