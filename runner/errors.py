@@ -52,6 +52,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │   ├── OtherRecord            a lookup by external_id answered a record whose own
     │   │                          external reference is another's: never adopted (rule 8)
     │   ├── ItemInDoubt            unknown even after a lookup: a later run looks again
+    │   │                          (exit 75 where a read outside the items meets it: a
+    │   │                          plan's balances)
     │   ├── NoLookup               the provider cannot find the item by its external_id
     │   │                          (rule 5): reconciliation says what it compared instead
     │   └── ProviderDown           exit 75; unreachable, or "later" after every retry: the
@@ -68,13 +70,14 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
         │   └── ProviderTimeout      sent, no answer in time: LOOKUP
         └── ProviderHTTPError        the provider answered with an error
             ├── AuthenticationError  exit 78; credentials missing or refused: UNSAFE
-            ├── RateLimited          too many calls: SAFE after a wait
+            ├── RateLimited          exit 75; too many calls: SAFE after a wait
             ├── ServiceUnavailable   exit 75; "retry later": SAFE after a wait
-            ├── ServerError          a technical error, status unknown: LOOKUP
+            ├── ServerError          exit 75; a technical error, status unknown: LOOKUP
             │   └── PayStatusUnknown   the legacy Pay's 5000: its order may exist
-            ├── UnexpectedAnswer     not the answer the call promises (an HTML page, a body
-            │                        that is not JSON or does not decode, a redirect, an
-            │                        interim 1xx): the call may have gone through: LOOKUP
+            ├── UnexpectedAnswer     exit 75; not the answer the call promises (an HTML
+            │                        page, a body that is not JSON or does not decode, a
+            │                        redirect, an interim 1xx): the call may have gone
+            │                        through: LOOKUP
             ├── NotFound             no such resource: UNSAFE
             ├── InvalidRequest       the request is malformed or invalid: UNSAFE
             ├── DuplicateExternalId  the external_id is used: LOOKUP (fetch it, adopt it
@@ -98,9 +101,13 @@ else) or UNSAFE (never again);
 ``runner.provider.retry.decide`` reads it. Which answer is which class is decided in one
 place, ``runner.provider.errors.error_from_answer``.
 
-``down`` says which provider errors stop a run, or the payee checks, rather than fail the
-one item, and ``stopping`` what they stop it with (``ProviderDown`` 75,
-``ProviderMisconfigured`` 78).
+A provider error that reaches the command line is one that no item bears: a read that
+kept failing (validation's, a plan's), or one that stops a run or the payee checks. Those
+that say "later" (no answer, 429, 503, a 5xx or an answer runner cannot read, after every
+retry) exit 75, nothing having been sent, and those of the configuration 78, as a run's own
+stop does; the rest (a refusal) 1. ``down`` says which errors stop a run, or the payee
+checks, rather than fail the one item, and ``stopping`` what they stop it with
+(``ProviderDown`` 75, ``ProviderMisconfigured`` 78).
 """
 
 from __future__ import annotations
@@ -344,7 +351,11 @@ class OtherRecord(ItemError):
 
 
 class ItemInDoubt(ItemError):
-    """A call's outcome could not be learnt, even by lookup: try again in a later run."""
+    """A call's outcome could not be learnt, even by lookup: try again in a later run. The
+    run makes it the item's; a read that is no item's (a plan's balances) ends the command
+    with it: nothing was sent, try later (EX_TEMPFAIL)."""
+
+    exit_code = ExitCode.TRY_LATER
 
 
 class NoLookup(ItemError):
@@ -450,6 +461,7 @@ class RateLimited(ProviderHTTPError):
     """429: too many calls for the provider; this one was not done."""
 
     retry = Retry.SAFE
+    exit_code = ExitCode.TRY_LATER
 
 
 class ServiceUnavailable(ProviderHTTPError):
@@ -460,9 +472,11 @@ class ServiceUnavailable(ProviderHTTPError):
 
 
 class ServerError(ProviderHTTPError):
-    """A technical error: the request may or may not have been carried out."""
+    """A technical error: the request may or may not have been carried out. One that reaches
+    the command line came after every retry of a read (nothing done): try later."""
 
     retry = Retry.LOOKUP
+    exit_code = ExitCode.TRY_LATER
 
 
 class UnexpectedAnswer(ProviderHTTPError):
@@ -470,9 +484,13 @@ class UnexpectedAnswer(ProviderHTTPError):
     body that is not JSON or does not decode, a redirect (never followed), an interim 1xx
     given as the answer, an error status without the provider's error body. It proves
     neither that the call was done nor that it was not: look it up before anything else
-    (its connection is not used again: see ``runner.provider.transport``)."""
+    (its connection is not used again: see ``runner.provider.transport``). A run's item
+    meeting one is looked up; one reaching the command line came after every retry of a
+    read that is no item's (validation's): nothing was sent, try later (a proxy's page
+    passes)."""
 
     retry = Retry.LOOKUP
+    exit_code = ExitCode.TRY_LATER
 
 
 class PayAnswered:
