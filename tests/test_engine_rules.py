@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ from engine_support import (
 
 from runner import errors
 from runner.engine.flow import Entry
+from runner.engine.phases import each
+from runner.engine.work import poll_wait
 from runner.errors import (
     AlreadyConfirmed,
     AuthenticationError,
@@ -709,3 +712,41 @@ def test_throttle_below_one_per_second() -> None:
     with pytest.raises(ValueError, match="positive"):
         Throttle(0)
 
+
+
+def test_a_phase_shares_its_items_among_the_threads_and_stops_at_the_first_exception(
+        ) -> None:
+    """``each`` hands every entry to one of ``workers`` threads of the run's pool (the
+    same threads phase after phase), and once a step raises, no thread takes another
+    entry: the exception is raised once the steps in flight are done."""
+    done: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    def step(n: int) -> None:
+        with lock:
+            done.append((n, threading.current_thread().name))
+
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="item") as pool:
+        each(pool, 3, step, range(50))
+        each(pool, 3, step, range(50, 60))
+        each(pool, 3, step, [])
+        threads = {name for _, name in done}
+        assert sorted(n for n, _ in done) == list(range(60))
+        assert len(threads) <= 3 and all(name.startswith("item_") for name in threads)
+
+        taken: list[int] = []
+
+        def failing(n: int) -> None:
+            taken.append(n)
+            if n in (3, 5):
+                raise ValueError(f"entry {n}")
+
+        with pytest.raises(ValueError, match="entry 3"):
+            each(pool, 1, failing, range(10))
+        assert taken == [0, 1, 2, 3]
+
+
+def test_an_item_not_final_is_polled_again_after_a_wait_growing_by_half_up_to_5s() -> None:
+    waits = [poll_wait(polls) for polls in range(1, 11)]
+    assert waits == pytest.approx([0.2, 0.3, 0.45, 0.675, 1.0125, 1.51875, 2.278125,
+                                   3.4171875, 5.0, 5.0])

@@ -1,16 +1,17 @@
-"""The machinery of a run's phases (``runner.engine.batch``): the run's worker threads
-(``Crew``), one phase over them (``Phase``: each item's step, its verdict logged, progress
-reported), and the lease and the worker's claims kept fresh while the run lives
-(``Heartbeat``). The windows of the
-prepare and confirm phases are ``runner.engine.windows``, the passes over the items and the
-polls ``runner.engine.work``."""
+"""The machinery of a run's phases (``runner.engine.batch``): a phase's items over the
+run's worker threads (``each``, on a ``ThreadPoolExecutor`` made once per run), one phase
+over them (``Phase``: each item's step, its verdict logged, progress reported), and the
+lease and the worker's claims kept fresh while the run lives (``Heartbeat``). The windows
+of the prepare and confirm phases are ``runner.engine.windows``, the passes over the items
+and the polls ``runner.engine.work``."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 from runner.engine.flow import Entry, Flow
 from runner.errors import (
@@ -32,112 +33,58 @@ MISCONFIGURED = "provider refuses the configuration"
 Progress = Callable[[str, Entry[Any]], None]
 PhaseStart = Callable[[str, int], None]  # a phase's name and how many items it takes
 T = TypeVar("T")
-_END = object()
 
 
-class _Task(Generic[T]):
-    """One phase's work for the crew: the entries left (taken one at a time, under the
-    lock), how many threads still work on it, and the first exception raised."""
+def each(pool: ThreadPoolExecutor, workers: int, step: Callable[[T], Any],
+         entries: Sequence[T]) -> None:
+    """``step`` over ``entries`` on ``workers`` of the pool's threads; returns once every
+    entry is done. Each thread takes the next entry from one shared iterator when done with
+    its last (one task per thread, not a ``Future`` per entry: the per-item cost of
+    ``Executor.map``). The first exception a step raises stops the threads from taking
+    more, and is raised here once the steps in flight are done (as ``Executor.map`` would);
+    an exception while waiting (Ctrl-C) stops them too, and is raised at once."""
+    if not entries:
+        return
+    remaining: Iterator[T] = iter(entries)
+    lock = threading.Lock()
+    errors: list[BaseException] = []
 
-    def __init__(self, step: Callable[[T], Any], entries: Iterator[T], threads: int) -> None:
-        self.step = step
-        self.entries = entries
-        self.running = threads
-        self.error: BaseException | None = None
-        self.lock = threading.Lock()
-
-
-class Crew:
-    """The run's worker threads, started once and kept for every phase: a phase hands them
-    its entries, each thread takes the next one when done with its last (no future, no
-    queue of results per item), and the phase returns once every entry is done. The first
-    exception a step raises stops the threads from taking more, and is raised to the phase
-    once the steps in flight are done (as ``Executor.map`` would)."""
-
-    def __init__(self, size: int, name: str = "item") -> None:
-        self.size = max(1, size)
-        self.name = name
-        self._cond = threading.Condition()
-        self._task: _Task[Any] | None = None
-        self._round = 0  # which task the threads are on: each takes part in each once
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-
-    def __enter__(self) -> Crew:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def map(self, step: Callable[[T], Any], entries: Sequence[T]) -> None:
-        """``step`` over ``entries`` on the crew's threads; returns when all are done."""
-        if not entries:
-            return
-        task = _Task(step, iter(entries), self.size)
-        with self._cond:
-            while len(self._threads) < self.size:
-                thread = threading.Thread(target=self._serve, daemon=True,
-                                          name=f"{self.name}_{len(self._threads)}")
-                self._threads.append(thread)
-                thread.start()
-            self._task = task
-            self._round += 1
-            self._cond.notify_all()
-            try:
-                while task.running:
-                    self._cond.wait()
-            except BaseException:  # e.g. Ctrl-C: the steps in flight end, no new one starts
-                with task.lock:
-                    task.entries = iter(())
-                raise
-            finally:
-                self._task = None
-        if task.error is not None:
-            raise task.error
-
-    def _serve(self) -> None:
-        done = 0
+    def drain() -> None:
         while True:
-            with self._cond:
-                while not self._closed and (self._task is None or self._round == done):
-                    self._cond.wait()
-                if self._closed:
+            with lock:
+                if errors:
                     return
-                task, done = self._task, self._round
-            assert task is not None
-            while True:
-                with task.lock:
-                    entry = next(task.entries, _END) if task.error is None else _END
-                if entry is _END:
-                    break
                 try:
-                    task.step(entry)
-                except BaseException as exc:  # noqa: BLE001 - raised to the phase
-                    with task.lock:
-                        if task.error is None:
-                            task.error = exc
-            with self._cond:
-                task.running -= 1
-                if not task.running:
-                    self._cond.notify_all()
+                    entry = next(remaining)
+                except StopIteration:
+                    return
+            try:
+                step(entry)
+            except BaseException as exc:  # noqa: BLE001 - raised by ``each``
+                with lock:
+                    errors.append(exc)
 
-    def close(self) -> None:
-        """Stop the threads (once the task they are on is done)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        for thread in self._threads:
-            thread.join()
+    tasks = [pool.submit(drain) for _ in range(min(len(entries), workers))]
+    try:
+        wait(tasks)
+    except BaseException:  # e.g. Ctrl-C: the steps in flight end, no new one starts
+        with lock:
+            remaining = iter(())
+        raise
+    if errors:
+        raise errors[0]
 
 
 class Phase:
-    """Runs one step of the flow over entries, on the run's crew; stops taking new items
-    once ``stop`` is set or the provider is unreachable (noted in ``problems``)."""
+    """Runs one step of the flow over entries, on ``workers`` of the run's threads; stops
+    taking new items once ``stop`` is set or the provider is unreachable (noted in
+    ``problems``)."""
 
-    def __init__(self, crew: Crew, flow: Flow[Any, Any], stop: threading.Event,
-                 on_progress: Progress | None, problems: list[str],
+    def __init__(self, pool: ThreadPoolExecutor, workers: int, flow: Flow[Any, Any],
+                 stop: threading.Event, on_progress: Progress | None, problems: list[str],
                  on_phase: PhaseStart | None = None) -> None:
-        self.crew = crew
+        self.pool = pool
+        self.workers = workers
         self.flow = flow
         self.stop = stop
         self.on_progress = on_progress
@@ -195,7 +142,7 @@ class Phase:
             if self.on_progress is not None:
                 self.on_progress(name, entry)
 
-        self.crew.map(one, entries)
+        each(self.pool, self.workers, one, entries)
 
     def stopped(self, down: ProviderDown) -> None:
         """The run stops: the provider cannot be reached, or refuses the configuration."""
@@ -205,10 +152,11 @@ class Phase:
         self.problems.append(problem)
 
     def close(self, entries: Sequence[Entry[Any]]) -> None:
-        """Record the answers still held on ``entries`` (``run``'s ``hold``), on the crew."""
+        """Record the answers still held on ``entries`` (``run``'s ``hold``), on the run's
+        threads."""
         held = [e for e in entries if e.answered is not None]
         if held:
-            self.crew.map(self.flow.close, held)
+            each(self.pool, self.workers, self.flow.close, held)
 
 
 class Heartbeat:

@@ -1,6 +1,6 @@
 """A worker's share of a run (``runner.engine.batch``), once the plan is recorded: passes
 over the job's items in the state, page by page (``runner.engine.pages``), on the run's
-worker threads (``runner.engine.phases.Crew``).
+worker threads (``runner.engine.phases.each``).
 
 1. Retry (``--retry-failed``, by the worker that made the plan): failed items sent again
    under a new external_id, each once the provider shows the attempt that failed final and
@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+import tenacity
 
 from runner import lifecycle
 from runner.engine.flow import Entry, Flow
@@ -33,7 +36,6 @@ from runner.engine.pages import PAGE, Pages
 from runner.engine.phases import (
     MISCONFIGURED,
     UNREACHABLE,
-    Crew,
     Phase,
     PhaseStart,
     Progress,
@@ -46,6 +48,8 @@ from runner.lifecycle import PlanAction, Step
 from runner.logs import event
 
 log = logging.getLogger("runner")
+POLL_WAIT = tenacity.wait_exponential(multiplier=0.2, exp_base=1.5, max=5)
+_POLLS = tenacity.Retrying(wait=POLL_WAIT)  # (what ``poll_wait``'s attempts belong to)
 
 
 @dataclass
@@ -79,8 +83,10 @@ class Share:
 def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
          ) -> Ending:
     problems: list[str] = []
-    with Crew(share.workers) as crew:
-        phase = Phase(crew, flow, share.stop, share.on_progress, problems, share.on_phase)
+    workers = max(1, share.workers)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
+        phase = Phase(pool, workers, flow, share.stop, share.on_progress, problems,
+                      share.on_phase)
         if retrying and not share.confirm_only:
             _retry(flow, phase, pages)
         # A money-moving call in doubt may have moved money already: learn its fate before
@@ -224,7 +230,6 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
     # pass walked past items confirmed after it went by: this worker starts them again (at
     # worst another live worker reads some statuses twice).
     pages.restart("poll")
-    interval = 0.2
     rounds = 0
     while not phase.stop.is_set():
         waiting = False
@@ -235,6 +240,13 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
         remaining = deadline - share.clock()
         if not waiting or remaining <= 0:
             return
-        share.sleep(min(interval, remaining))
-        interval = min(interval * 1.5, 5.0)
         rounds += 1
+        share.sleep(min(poll_wait(rounds), remaining))
+
+
+def poll_wait(polls: int) -> float:
+    """The wait after the ``polls``-th poll of an item not final yet: 0.2 s growing by half
+    with each poll, up to 5 s."""
+    attempt = tenacity.RetryCallState(_POLLS, None, (), {})
+    attempt.attempt_number = polls
+    return float(POLL_WAIT(attempt))

@@ -8,12 +8,12 @@ writes they call for a lookup by external_id first (exactly-once rule 3); everyt
 stops. Sleep is injected, so tests never wait.
 
 A call is made directly first, and tenacity takes over only once it failed and ``decide``
-says RETRY: the success path (nearly every call) costs no retry bookkeeping.
+says RETRY (the failed call replayed as tenacity's first attempt, so tenacity counts every
+call and waits after each): the success path (nearly every call) costs no retry bookkeeping.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import tenacity
+from tenacity.wait import wait_base
 
 from runner.errors import ProviderError, Retry
 
@@ -46,6 +47,25 @@ def decide(error: BaseException, idempotent: bool) -> Decision:
     return Decision.STOP
 
 
+class RetryAfter(wait_base):
+    """The wait before the next call: ``backoff``, or what the failed call's Retry-After
+    asked when that is longer (an earlier call would only be refused again), up to
+    ``longest``."""
+
+    def __init__(self, backoff: wait_base, longest: float) -> None:
+        self.backoff = backoff
+        self.longest = longest
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wait = float(self.backoff(retry_state))
+        outcome = retry_state.outcome
+        failed: BaseException | None = outcome.exception() if outcome is not None else None
+        asked = getattr(failed, "retry_after", None)
+        if isinstance(failed, ProviderError) and isinstance(asked, float | int):
+            return max(wait, min(float(asked), self.longest))
+        return wait
+
+
 @dataclass
 class RetryPolicy:
     attempts: int = 6
@@ -53,34 +73,23 @@ class RetryPolicy:
     first_wait: float = 0.5
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
-    def backoff(self, failed: int) -> float:
-        """The wait after the ``failed``-th call: first_wait doubling with each call, capped
-        at max_wait, plus up to first_wait of jitter; the sum capped at max_wait too."""
-        exponential = min(self.first_wait * 2.0 ** min(failed - 1, 64), self.max_wait)
-        return min(exponential + random.uniform(0, self.first_wait), self.max_wait)
-
-    def wait(self, backoff: float, failed: BaseException | None) -> float:
-        """The wait before the next call: the backoff, or what the provider's Retry-After
-        asked when that is longer (an earlier call would only be refused again), up to
-        ``LONGEST_RETRY_AFTER`` or ``max_wait``, whichever is longer."""
-        asked = getattr(failed, "retry_after", None)
-        if isinstance(failed, ProviderError) and isinstance(asked, float | int):
-            return max(backoff, min(float(asked), max(self.max_wait, LONGEST_RETRY_AFTER)))
-        return backoff
-
     def __post_init__(self) -> None:
+        # The wait after the N-th call: first_wait doubling with each call, plus up to
+        # first_wait of jitter, capped at max_wait; a Retry-After is followed up to
+        # LONGEST_RETRY_AFTER or max_wait, whichever is longer.
+        self.wait = RetryAfter(
+            tenacity.wait_exponential_jitter(multiplier=self.first_wait, max=self.max_wait,
+                                             jitter=self.first_wait),
+            longest=max(self.max_wait, LONGEST_RETRY_AFTER))
         # Built once: tenacity keeps each call's state per thread, so workers share these.
         self._retrying = {idempotent: self._build(idempotent) for idempotent in (True, False)}
 
     def _build(self, idempotent: bool) -> tenacity.Retrying:
-        """The calls after a first one that failed and may be retried: attempt N of tenacity
-        is the (N+1)-th call."""
         return tenacity.Retrying(
             retry=tenacity.retry_if_exception(
                 lambda e: decide(e, idempotent) is Decision.RETRY),
-            stop=tenacity.stop_after_attempt(max(self.attempts - 1, 1)),
-            wait=lambda state: self.wait(self.backoff(state.attempt_number + 1),
-                                         _failure(state)),
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=self.wait,
             sleep=lambda seconds: self.sleep(seconds),
             reraise=True,
         )
@@ -92,10 +101,12 @@ class RetryPolicy:
         except Exception as exc:
             if self.attempts <= 1 or decide(exc, idempotent) is not Decision.RETRY:
                 raise
-            self.sleep(self.wait(self.backoff(1), exc))
-        result: Any = self._retrying[idempotent](fn)
+            failed = [exc]
+
+        def again() -> T:  # tenacity's first attempt is the call that failed, replayed
+            if failed:
+                raise failed.pop()
+            return fn()
+
+        result: Any = self._retrying[idempotent](again)
         return result  # type: ignore[no-any-return]
-
-
-def _failure(state: tenacity.RetryCallState) -> BaseException | None:
-    return state.outcome.exception() if state.outcome is not None else None
