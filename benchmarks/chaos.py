@@ -58,7 +58,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runner.sandbox import RunningSandbox, SandboxConfig, start_in_thread  # noqa: E402
-from runner.state import StateLocation, open_store  # noqa: E402
+from runner.state import open_state  # noqa: E402
 
 KEY, SECRET = "chaos-key", "chaos-secret"
 JOB_NAME = "chaos-2026-11"
@@ -164,7 +164,7 @@ def write_job(folder: Path, base_url: str, items: int, *, name: str = JOB_NAME,
     return job
 
 
-def runner_command(job: Path, state: StateLocation, *extra: str) -> list[str]:
+def runner_command(job: Path, state: Path | str, *extra: str) -> list[str]:
     """``runner run`` of a batch of ``write_job``'s: its rows repeat the payments of
     jobs/payroll.csv on purpose, each under an employee_id of its own, so the run pays
     possible duplicates (``--allow-duplicates``) rather than hold all but the first 60."""
@@ -380,7 +380,7 @@ def wait_final(sandbox: RunningSandbox, bound: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def verify(sandbox: RunningSandbox, state_path: StateLocation, job_name: str,
+def verify(sandbox: RunningSandbox, state_path: Path | str, job_name: str,
            external_ids: list[str],
            start: dict[str, Decimal]) -> list[Verdict]:
     groups = ledger(sandbox)
@@ -422,7 +422,7 @@ def verify(sandbox: RunningSandbox, state_path: StateLocation, job_name: str,
         detail += f"; other currencies: {sorted(currencies - {'EUR'})}"
     verdicts.append(Verdict("balance", ok, detail))
 
-    with open_store(state_path) as store:
+    with open_state(state_path) as store:
         records = {r.external_id: r for r in store.items(job_name)}
         attempts = Counter(a.result or "left open" for e in records
                            for a in store.attempts(e))
@@ -524,7 +524,7 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
 
 
 def run_chaos(settings: Settings, folder: Path, echo: Callable[[str], None] | None = None,
-              *, state: StateLocation | None = None,
+              *, state: Path | str | None = None,
               restart_db: Callable[[], None] | None = None) -> Result:
     """The experiment in ``folder``: one run at a time on a SQLite file there, as it always
     was; with several workers, a ``state`` of their own or a database to restart

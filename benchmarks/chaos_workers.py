@@ -51,7 +51,6 @@ from chaos import (
 from pg_cluster import Cluster
 
 from runner.sandbox import RunningSandbox, start_in_thread
-from runner.state import StateLocation
 
 LEASE_HELD = 75  # exit code: another run holds the job's lease (or: try later)
 
@@ -199,7 +198,7 @@ def final_rounds(crew: Crew, settings: Settings) -> bool:
     return False
 
 
-def run_workers(settings: Settings, folder: Path, state: StateLocation,
+def run_workers(settings: Settings, folder: Path, state: Path | str,
                 restart_db: Callable[[], None] | None,
                 echo: Callable[[str], None] | None = None) -> Result:
     began = time.monotonic()
@@ -229,7 +228,7 @@ def run_workers(settings: Settings, folder: Path, state: StateLocation,
 @contextlib.contextmanager
 def state_for(state: str | None, own_cluster: bool, restart_command: str | None,
               echo: Callable[[str], None]
-              ) -> Iterator[tuple[StateLocation | None, Callable[[], None] | None]]:
+              ) -> Iterator[tuple[Path | str | None, Callable[[], None] | None]]:
     """The state and how to restart its database: ``state`` (restarted by
     ``restart_command``, if any), or a throwaway PostgreSQL cluster when ``own_cluster``,
     or neither (chaos.py's SQLite file)."""

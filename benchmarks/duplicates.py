@@ -30,7 +30,7 @@ from validate_rows import JOB, print_speed_and_memory, resident_mib, write_rows 
 from runner.engine.duplicates import Duplicates, content_of  # noqa: E402
 from runner.engine.plan import PlannedItem  # noqa: E402
 from runner.job import Job, ValidItem, iter_items, load_job  # noqa: E402
-from runner.state import StateStore, open_store  # noqa: E402
+from runner.state import StateStore, open_state  # noqa: E402
 from runner.state.records import Staged  # noqa: E402
 
 CHUNK = 500  # as runner.engine.plan streams a plan
@@ -45,7 +45,7 @@ def main() -> None:
         (folder / "job.yaml").write_text(JOB, encoding="utf-8")
         write_rows(folder, count)
         job = load_job(folder / "job.yaml", environ={})
-        with open_store(folder / "state.sqlite") as state:
+        with open_state(folder / "state.sqlite") as state:
             history(job, state, count // 2)
             start = time.perf_counter()
             held, early = check(job, state, count)

@@ -47,14 +47,14 @@ from chaos import admin, runner_command, runner_env, write_batch
 from chaos_workers import LEASE_HELD, state_for
 from engine import calls, compile_ahead, free_port, start_sandbox, startup_seconds
 
-from runner.state import StateLocation, open_store
+from runner.state import open_state
 
 TARGET = 1.3  # x ideal, at 4 workers
 
 
-def paid(state: StateLocation, job_name: str) -> int:
+def paid(state: Path | str, job_name: str) -> int:
     """Items of the job with a transaction confirmed, as the state says."""
-    with open_store(state) as store:
+    with open_state(state) as store:
         return sum(1 for r in store.items(job_name) if r.step in ("confirmed", "final"))
 
 
@@ -138,7 +138,7 @@ def posts_per_second(line: Timeline) -> str:
     return "  POSTs per second: " + " ".join(str(n) for n in per)
 
 
-def measure(url: str, state: StateLocation, folder: Path, args: argparse.Namespace,
+def measure(url: str, state: Path | str, folder: Path, args: argparse.Namespace,
             workers: int) -> bool:
     """One batch with ``workers`` workers; prints its line; True when the target (at 4
     workers) is met or not concerned."""

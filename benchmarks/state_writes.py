@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.state import ItemRecord, open_store  # noqa: E402
+from runner.state import ItemRecord, open_state  # noqa: E402
 from runner.state.locations import parse_location  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--items", type=int, default=4000)
     args = parser.parse_args()
-    with open_store(parse_location(args.state)) as store:
+    with open_state(parse_location(args.state)) as store:
         store.insert_items([ItemRecord(f"e{i}", "bench", "remittance", i)
                             for i in range(args.items)])
         run_id = store.start_run("bench", "bench.yaml")

@@ -26,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from runner.job import load_job
-from runner.state import ItemRecord, StateStore, open_store
+from runner.state import ItemRecord, StateStore, open_state
 from runner.summary import check_summary, render_all, summary_of
 from runner.summary.mail import compose
 from runner.summary.reports import write_items
@@ -112,7 +112,7 @@ def measure(folder: Path, items: int, args: argparse.Namespace) -> None:
     path.write_text(JOB, encoding="utf-8")
     job = load_job(path)
     templates = check_summary(job)
-    with open_store(folder / "s.sqlite") as store:
+    with open_state(folder / "s.sqlite") as store:
         batch(store, items, args.failed, args.pending, args.review)
         gc.collect()
         tracemalloc.start()

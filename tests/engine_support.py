@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -24,10 +25,11 @@ from conftest import KEY, SECRET, Admin, Api, body
 
 from runner.cli import main
 from runner.connect import connect
-from runner.engine.batch import RunOptions, RunResult, run_job
+from runner.engine.batch import RunResult, run_job
+from runner.engine.options import Clock, RunHooks, RunOptions
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import ItemRecord, open_store
+from runner.state import CLAIM_TTL, ItemRecord, open_state
 
 JOB = """\
 version: 1
@@ -91,12 +93,23 @@ def write_job(folder: Path, sandbox: RunningSandbox | str, rows: str = ROWS, *,
     return path
 
 
-def run(job_path: Path, state: Path, **options: Any) -> RunResult:
-    """One run of the library, as `runner run` makes it, with the waits shrunk."""
+HOOKS = ("ask", "on_progress", "on_phase", "on_batch")
+
+
+def run(job_path: Path, state: Path | str, **options: Any) -> RunResult:
+    """One run of the library, as `runner run` makes it (the state opened once, the job's
+    lease held by the worker that runs it), with the waits shrunk. ``options``: those of
+    ``RunOptions``, ``RunHooks``, ``clock``, ``sleep`` and ``stop`` (``Clock``), and the
+    worker's ``claim_ttl``."""
     job = load_job(job_path)
-    options.setdefault("sleep", tiny_sleep)
-    with connect(job, state.parent) as provider:
-        return run_job(job, provider, RunOptions(state_path=state, **options))
+    clock = Clock(now=options.pop("clock", time.time), sleep=options.pop("sleep", tiny_sleep),
+                  stop=options.pop("stop", None) or threading.Event())
+    hooks = RunHooks(**{name: options.pop(name) for name in HOOKS if name in options})
+    claim_ttl = options.pop("claim_ttl", CLAIM_TTL)
+    folder = state.parent if isinstance(state, Path) else job_path.parent
+    with open_state(state) as opened, opened.join(job.name, claim_ttl) as worker, \
+            connect(job, folder) as provider:
+        return run_job(job, provider, worker, RunOptions(**options), hooks, clock)
 
 
 def cli(*args: str) -> Result:
@@ -178,7 +191,7 @@ def row_of(record: ItemRecord) -> dict[str, Any]:
 
 
 def items(state: Path, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return {r.external_id: row_of(r) for r in store.items(job_name)}
     finally:
@@ -195,7 +208,7 @@ def sent_for(state: Path, external_id: str, created: str
              ) -> list[tuple[str, str, str | None, str | None]]:
     """(step, the external_id it was sent for, result, code) of every POST for an item;
     ``created`` names the confirm request's key (transaction, payment)."""
-    store = open_store(state)
+    store = open_state(state)
     try:
         rows = store.attempts(external_id)
     finally:

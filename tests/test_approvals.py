@@ -38,7 +38,7 @@ from runner.engine.plan_file import digest_of
 from runner.errors import JobErrors, NeedsApproval
 from runner.job import load_job
 from runner.sandbox import RunningSandbox, start_in_thread
-from runner.state import open_store
+from runner.state import open_state
 
 
 def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
@@ -233,7 +233,7 @@ def test_a_plan_applied_again_resumes_its_run_and_never_sends_more(
     assert (again.exit_code, out_lines(again)) == (1, [  # 1: the invalid row
         "pay-2026-11: 3 items: 3 settled", "  EUR: sent 60.00, fees 4.00",
         "  invalid: 1 item(s) not sent; `runner validate` lists the problems"])
-    with open_store(state) as store:
+    with open_state(state) as store:
         runs = store.runs("pay-2026-11")
         kept = store.plan_file(json.loads(plan.read_text())["id"])
     assert [(r.id, r.exit_code) for r in runs] == [(1, 1)]  # one run, resumed
@@ -243,7 +243,7 @@ def test_a_plan_applied_again_resumes_its_run_and_never_sends_more(
     before = posts(adm)
     assert cli("apply", str(plan), "--state", str(state), "--yes").exit_code == 1
     assert posts(adm) == before
-    with open_store(state) as store:
+    with open_state(state) as store:
         assert [r.id for r in store.runs("pay-2026-11")] == [1]
 
 

@@ -16,7 +16,7 @@ from engine_support import cli, items, out_lines, run, transactions, write_job
 from runner.engine.duplicates import content_of
 from runner.job import ValidItem, iter_items, load_job
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 NAME = "pay-2026-11"
 WORDS = "the same beneficiary account or msisdn, amount and currency"
@@ -69,7 +69,7 @@ def test_a_re_export_that_dropped_leading_zeros_pays_nobody_twice(
     allowed = cli("run", str(job), "--yes", "--allow-duplicates", "--state", str(state))
     assert (allowed.exit_code, out_lines(allowed)[0]) == (0, f"{NAME}: 5 items: 5 settled")
     assert paid(sb) == {"+254700000001": 2, "+254700000002": 2, "+254700000003": 1}
-    with open_store(state) as store:
+    with open_state(state) as store:
         assert [r.allow_duplicates for r in store.runs(NAME)] == [False] * 3 + [True]
 
 

@@ -36,7 +36,7 @@ from engine_support import (
 )
 
 from runner.sandbox import RunningSandbox
-from runner.state import LEASE_TTL, open_store
+from runner.state import LEASE_TTL, open_state
 from runner.state.holders import JobLock, this_process
 
 JOB_NAME = "pay-2026-11"
@@ -190,18 +190,14 @@ def _dead_pid() -> int:
 def test_a_live_run_holding_the_lease_makes_a_second_start_exit_75(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb)
-    holder = open_store(state)
-    try:
-        token = holder.acquire_lease(JOB_NAME, 41)
+    with open_state(state) as holder, holder.join(JOB_NAME) as worker:
+        worker.started(41)
         assert runner("run", job, state) == (75, [], [
             f"error: job {JOB_NAME} is being run by pid {os.getpid()} on "
             f"{socket.gethostname()} (run 41); try later"])
         assert runner("confirm", job, state)[0] == 75
         assert posts(adm).get("POST", 0) == 0
         assert items(state) == {}
-        holder.release_lease(JOB_NAME, token)
-    finally:
-        holder.close()
     assert runner("run", job, state)[0] == 0
     assert confirmed(sb) == EVERY
 
@@ -239,7 +235,7 @@ def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: Running
     PID is trusted only in this boot and PID namespace, and across namespaces the job's
     lock file (which the kernel drops with its holder) tells."""
     row = _lease_row(whose)
-    open_store(state).close()  # made, at runner's schema
+    open_state(state).close()  # made, at runner's schema
     with contextlib.closing(sqlite3.connect(state)) as db, db:
         db.execute(f"INSERT INTO leases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                    list(row.values()))

@@ -11,7 +11,7 @@ from conftest import Admin
 from engine_support import ROWS, cli, err_lines, out_lines, write_job
 
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 FAILING = "rejected,1,20.00,+254700999302\n"  # REJECTED at the provider: final, unpaid
 
@@ -40,7 +40,7 @@ def test_a_finished_batch_run_again_sends_nothing_and_writes_nothing(
     assert again == first
     assert adm.requests()["counts"] == {}  # no POST, and no GET: nothing validated
     assert reports(tmp_path) == written
-    with open_store(state) as store:
+    with open_state(state) as store:
         runs = store.runs("pay-2026-11")
     assert [r.exit_code for r in runs] == [1, 1]
     assert runs[1].digest == runs[0].digest and runs[1].counts == runs[0].counts
@@ -56,7 +56,7 @@ def test_changed_rows_or_work_left_make_a_full_run(sb: RunningSandbox, adm: Admi
     code, lines, _ = runner_run(job, state)
     assert (code, lines[0]) == (0, "pay-2026-11: 4 items: 4 settled")
     assert adm.requests()["counts"]["POST"] == 3  # the new item only
-    with open_store(state) as store:  # an item left to do (a person reopened it)
+    with open_state(state) as store:  # an item left to do (a person reopened it)
         store.update_item("pay-d", step="created", outcome="pending")
     adm.api.call("DELETE", "/requests")
     assert runner_run(job, state)[0] == 0

@@ -70,7 +70,7 @@ from runner.errors import (
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.provider.throttle import Throttle
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 EVERY = {"pay-a": 1, "pay-b": 1, "pay-c": 1}
 START = Decimal("10000000.00")
@@ -197,7 +197,7 @@ def test_a_5xx_is_looked_up_then_sent_again_with_the_same_external_id(
     assert seen[at:at + 3] == [post, lookup, post], seen
     assert posts(adm)["POST " + group] == 4
     assert steps(state, "pay-a") == _expected_steps(step, "in_doubt", "1009001", again=True)
-    store = open_store(state)
+    store = open_state(state)
     try:
         sent = [a.request for a in store.attempts("pay-a") if a.step == step]
     finally:

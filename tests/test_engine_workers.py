@@ -16,24 +16,14 @@ from typing import Any
 
 import pytest
 from conftest import KEY, SECRET, Admin, Api
-from engine_support import MT, confirmed, eur, posts, tiny_sleep, write_job
+from engine_support import MT, confirmed, eur, posts, run, write_job
 
-from runner.connect import connect
 from runner.engine import windows
-from runner.engine.batch import RunOptions, RunResult, run_job
-from runner.job import load_job
-from runner.state import open_store
+from runner.engine.batch import RunResult
+from runner.state import open_state
 
 JOB = "pay-2026-11"
 ITEMS = 120
-
-
-def run(job_path: Path, state: str, **options: Any) -> RunResult:
-    """One worker: a run of the library on the PostgreSQL state, the waits shrunk."""
-    job = load_job(job_path)
-    with connect(job, job_path.parent) as provider:
-        return run_job(job, provider, RunOptions(state_path=state,
-                                                 sleep=tiny_sleep, **options))
 
 
 def rows(n: int) -> str:
@@ -75,7 +65,7 @@ def test_workers_share_a_job_and_pay_every_item_once(
     assert len(finished) == 1 and finished[0].summary is not None
     assert finished[0].summary.counts == {"settled": ITEMS}
     # Each worker confirmed some of the items.
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         by_run = Counter(a.run_id for i in range(ITEMS)
                          for a in store.attempts(f"w-e{i:04d}") if a.step == "confirm")
         assert len(by_run) == 3 and sum(by_run.values()) == ITEMS, by_run
@@ -90,7 +80,7 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
     # A worker on another host claims two items, sends the confirm of the first (the
     # provider confirms it) and dies before its answer is recorded.
     dead = "elsewhere:4242:dead"
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         claimed = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
         assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
         lost = claimed[0]
@@ -106,7 +96,7 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
 
     # The live worker confirms what is free, and waits for what the dead one holds.
     until(lambda: posts(adm)["POST confirm"] - before == 2)
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         assert store.claimants(JOB) == [dead] and worker.is_alive()
         record = store.item(lost.external_id)
         assert record is not None and record.intent == "confirm"
@@ -118,7 +108,7 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
     assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(4)}
     # The confirm in doubt was looked up, not sent again: one more for the other item.
     assert posts(adm)["POST confirm"] - before == 3
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         record = store.item(lost.external_id)
         assert record is not None and record.intent is None and record.step != "new"
         assert [a.result for a in store.attempts(lost.external_id)
@@ -158,7 +148,7 @@ def test_the_rate_limit_holds_for_every_worker_together(
     assert confirmed(sb) == {f"w-e{i:04d}": 1 for i in range(24)}
     counts = adm.requests()["counts"]
     calls = sum(n for method, n in counts.items() if " " not in method)
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         slot = store.rate_slot(JOB, 1 / 40, now=started)  # the next free one
     assert calls >= 72 and slot - started >= (calls - 1) / 40, (calls, slot - started)
 
@@ -173,13 +163,13 @@ def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
     job = write_job(tmp_path, sb, rows(4), prefix="x", concurrency=2)
     assert run(job, pg_url, confirm=False).exit_code == 0
     dead = "elsewhere:4343:dead"
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         held = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
     assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
     look = Pages.wait_for_others
 
     def expiring_first(pages: Pages, sleep: Callable[[float], None]) -> bool:
-        with open_store(pg_url) as store:
+        with open_state(pg_url) as store:
             store.expire_claims(JOB, dead)  # as its claims' time running out does
         return look(pages, sleep)
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from runner.cli import main
-from runner.state import open_store
+from runner.state import open_state
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (ROOT / "jobs").glob("*.yaml"))
@@ -37,7 +37,7 @@ def test_an_example_runs_alone_to_exit_0(name: str, tmp_path: Path,
     command = ["run", f"jobs/{name}", "--yes", "-q", "--state", str(state)]
     first = CliRunner().invoke(main, command)
     assert first.exit_code == 0, first.output
-    store = open_store(state)
+    store = open_state(state)
     try:
         before = [a.id for r in store.items(job_name(name)) for a in
                   store.attempts(r.external_id)]
@@ -45,7 +45,7 @@ def test_an_example_runs_alone_to_exit_0(name: str, tmp_path: Path,
         store.close()
     second = CliRunner().invoke(main, command)
     assert second.exit_code == 0, second.output
-    store = open_store(state)
+    store = open_state(state)
     try:
         after = [a.id for r in store.items(job_name(name)) for a in
                  store.attempts(r.external_id)]

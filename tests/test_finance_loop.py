@@ -29,7 +29,7 @@ from engine_support import (
 from runner.engine.approvals import keep_plan
 from runner.engine.plan_file import digest_of
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 JOB = "pay-2026-11"
 # Row 3 is barred at the provider (REJECTED at creation, 30201), until its number is fixed.
@@ -155,7 +155,7 @@ def test_a_corrected_failed_row_is_paid_once_under_its_new_external_id(
     record = items(state)["pay-barred"]
     assert (record["lineage"], record["outcome"], record["transaction_id"]) == (
         2, "settled", next(t["id"] for e, t, _ in transactions(sb) if e == "pay-barred-f2"))
-    store = open_store(state)
+    store = open_state(state)
     try:
         [retry] = store.retries(JOB)
     finally:
@@ -243,7 +243,7 @@ def test_a_plan_is_refused_when_a_row_changed_a_rate_moved_or_it_expired(
     moved["id"] = "made-at-another-rate"
     for item in moved["items"]:
         item["rate"] = str(Decimal(item["rate"]) * Decimal("0.97"))
-    with open_store(state) as store:
+    with open_state(state) as store:
         keep_plan(store, moved)
     plan.write_text(json.dumps(moved))
     rate = Decimal(content["items"][0]["rate"])  # type: ignore[index]

@@ -29,7 +29,7 @@ from engine_support import cli, items, out_lines, posts, run
 from runner.errors import BusinessRefusal, ReferenceTaken
 from runner.provider.accounts import AccountClient
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "acc-2026-11"
@@ -138,7 +138,7 @@ def settled_by(amount: Decimal) -> dict[str, Decimal]:
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str | None, str | None]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
@@ -618,7 +618,7 @@ def test_a_run_killed_with_sigkill_is_resumed_and_pays_each_item_once(
     assert_settled(sb, state, kind, expected)
     assert balances(api, "ACC0001")["UP_TO_DATE"] == OPENING - total
     # Whatever the kill interrupted, no item was asked for twice.
-    store = open_store(state)
+    store = open_state(state)
     try:
         for external_id in expected:
             ok = [a for a in store.attempts(external_id) if a.result == "ok"]

@@ -39,7 +39,7 @@ from runner.provider.errors import error_from_answer
 from runner.provider.legacy import PAY as PAY_PATH
 from runner.provider.legacy import LegacyPayClient, read_answer, xml_request
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 NAME = "shop-2026-11"
 CARD = "5555555555554444"  # a valid test number that is no sandbox trigger: Authorized
@@ -103,7 +103,7 @@ def pays(adm: Admin) -> int:
 
 
 def attempts(state: Path, external_id: str) -> list[tuple[str, str, str | None]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
@@ -380,7 +380,7 @@ def test_card_data_is_never_stored_logged_or_reported(sb: RunningSandbox, adm: A
         leaks = [str(p) for p, t in zip(files + ["output"] * len(seen), texts,
                                         strict=True) if token.search(t)]
         assert leaks == [], number
-    store = open_store(state)
+    store = open_state(state)
     try:
         requests = [json.loads(a.request) for e in ("lp-lost", "lp-a", "lp-r", "lp-e")
                     for a in store.attempts(e)]
@@ -486,7 +486,7 @@ def test_the_example_job_runs_to_exit_0_twice(tmp_path: Path,
 
 
 def _attempts_of(state: Path, external_id: str) -> list[dict[str, Any]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return store.attempts(external_id)
     finally:

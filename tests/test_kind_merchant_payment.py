@@ -25,7 +25,7 @@ from engine_support import base_of, cli, items, outcomes, posts, run, runner_pro
 from runner.engine.merchant_payment import payment_details
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import ItemRecord, open_store
+from runner.state import ItemRecord, open_state
 from runner.summary import build_summary
 from runner.summary.render import templates_of
 
@@ -439,7 +439,7 @@ def test_a_run_killed_with_sigkill_resumes_and_pays_everyone_once(
 def test_details_of_any_kind_are_shown_generically_and_escaped(tmp_path: Path) -> None:
     """The summary shows whatever an item's details hold (a payment URL, onboarding ids,
     instructions), scrubbed of secrets and card numbers, and HTML-escaped."""
-    store = open_store(tmp_path / "s.sqlite")
+    store = open_state(tmp_path / "s.sqlite")
     try:
         store.insert_items([ItemRecord(**{
                            "external_id": "o-1", "job_name": NAME, "kind": "payment_order",

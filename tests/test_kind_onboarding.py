@@ -26,7 +26,7 @@ from engine_support import cli, err_lines, items, out_lines, run
 
 from runner.provider.onboarding import OnboardingClient
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 NAME = "onb-2026-11"
 SEEDED = {"companies": 2, "merchants": 2, "accounts": 3}  # the catalogue's Acme and Globex
@@ -93,7 +93,7 @@ def posts(adm: Admin) -> int:
 
 
 def attempts(state: Path, external_id: str) -> list[tuple[str, str | None, str | None]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:

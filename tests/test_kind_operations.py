@@ -31,7 +31,7 @@ from engine_support import cli, items, out_lines, run
 from runner.engine.flow import fingerprint as engine_fingerprint
 from runner.job import iter_items, load_job
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 from runner.validation.collection import fingerprint
 
 JOB = "col-2026-11"
@@ -56,7 +56,7 @@ def ops_by_item(sb: RunningSandbox) -> Counter[str]:
 
 
 def sent_steps(state: Path, external_id: str) -> list[tuple[str, str | None]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return [(a.step, a.result) for a in store.attempts(external_id)]
     finally:

@@ -37,7 +37,7 @@ from runner.engine.flow import fingerprint
 from runner.engine.payment_orders import PaymentOrderFlow
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 JOB = "col-2026-11"
 REPO = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def job(tmp_path: Path, sb: RunningSandbox, rows: list[dict[str, Any]], **kw: An
 
 
 def steps(state: Path, external_id: str) -> list[tuple[str, str | None, str | None]]:
-    store = open_store(state)
+    store = open_state(state)
     try:
         return [(a.step, a.result, a.code) for a in store.attempts(external_id)]
     finally:
@@ -373,7 +373,7 @@ def test_no_card_number_or_cvv_reaches_the_state(sb: RunningSandbox, tmp_path: P
                                                  state: Path) -> None:
     path = job(tmp_path, sb, [row("a", cvv="987")])
     assert run(path, state).exit_code == 0
-    store = open_store(state)
+    store = open_state(state)
     try:
         dumped = json.dumps([list(store.items(JOB)), store.attempts("a")], default=str)
         [sent] = [json.loads(a.request) for a in store.attempts("a")]

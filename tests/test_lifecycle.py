@@ -18,7 +18,7 @@ import pytest
 from runner import lifecycle as life
 from runner.errors import IllegalMove
 from runner.lifecycle import Call, Outcome, PlanAction, Reason, Shown, State, Step
-from runner.state import ItemRecord, open_store
+from runner.state import ItemRecord, open_state
 from runner.state.records import Staged
 
 JOB = "pay-2026-11"
@@ -217,7 +217,7 @@ def test_the_plans_actions() -> None:
 # ---------------------------------------------------------------- the state's own writes
 def test_the_plans_holds_releases_changes_and_a_resolve_write_what_the_moves_say(
         tmp_path: Path) -> None:
-    with open_store(tmp_path / "s.sqlite") as store:
+    with open_state(tmp_path / "s.sqlite") as store:
         fresh = [ItemRecord(e, JOB, "remittance", row, fingerprint=e)
                  for row, e in enumerate(("held", "released", "resolved", "changed"), 2)]
         store.insert_items(fresh)

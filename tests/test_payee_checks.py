@@ -18,7 +18,7 @@ from mail_server import Authority
 
 from runner.payees.checks import plan_file_lines
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 JOB = """\
 version: 1
@@ -193,7 +193,7 @@ def test_a_failing_check_never_lets_an_item_through(sb: RunningSandbox, adm: Adm
     assert result.exit_code == 1
     assert paid(sb) == ["pay-2026-11-a"]
     assert checks(adm) == (3, 1)  # the failing check asked twice (run.retry.attempts)
-    with open_store(state, create=False) as store:
+    with open_state(state, create=False) as store:
         held = store.item("pay-2026-11-g")
         assert held is not None and held.outcome == "held"
         assert held.error_message is not None and "not verified: the check failed: 1009001" \

@@ -32,7 +32,7 @@ from runner.engine.plan_file import digest_of, read_plan
 from runner.engine.plan_signing import NAMESPACE, check_signatures, message
 from runner.sandbox import RunningSandbox, start_in_thread
 from runner.signatures import load_signing_key, read_allowed_signers, sign
-from runner.state import open_store
+from runner.state import open_state
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def test_an_approved_plan_is_applied_by_cron_and_records_its_signers(signed: Sig
         "  invalid: 1 item(s) not sent; `runner validate` lists the problems"])
     assert confirmed(signed.sandbox) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
     alice, bob = signed.content["signatures"]
-    with open_store(signed.state) as store:
+    with open_state(signed.state) as store:
         [run] = store.runs("pay-2026-11")
     approval = run.approval
     assert approval is not None

@@ -13,7 +13,7 @@ from conftest import KEY, SECRET, Admin, Api, body
 from engine_support import HEADER, MT, ROWS, cli, err_lines, out_lines, posts, run, write_job
 
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 JOB = "pay-2026-11"
 
@@ -72,12 +72,8 @@ def test_reconcile_reads_while_a_run_holds_the_lease(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     job = write_job(tmp_path, sb)
     assert run(job, state).counts == {"settled": 3}
-    holder = open_store(state)
-    try:
-        holder.acquire_lease(JOB, 99)  # a run going on
+    with open_state(state) as holder, holder.join(JOB):  # a run going on
         assert reconcile(job, state)[0] == 0
-    finally:
-        holder.close()
 
 
 def test_reconcile_needs_a_state(sb: RunningSandbox, tmp_path: Path, state: Path) -> None:

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.cli import main
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 JOB = "pay-2026-11"
 FAILING = ("a,1,10.00,+254700000001\n"
@@ -53,7 +53,7 @@ def test_json_log_lines_name_the_job_run_item_and_event(sb: RunningSandbox, tmp_
     code, out, err = invoke(job, state, "--log-format", "json")
     assert code == 1 and out.startswith(f"{JOB}: 5 items: 2 settled, 3 failed")
     records = [json.loads(line) for line in err.splitlines()]  # every line is one object
-    with open_store(state) as store:
+    with open_state(state) as store:
         run_id = store.runs(JOB)[-1].id
     for r in records:
         assert STAMP.match(r["time"]), r
@@ -122,12 +122,9 @@ def test_the_metrics_file_after_failures_a_success_a_repeat_and_a_held_lease(
     assert (value(again, "runner_last_success_timestamp_seconds") or 0) >= success
 
     # Refused by the lease (exit 75): the last success is kept, from the file it replaces.
-    with open_store(state) as holder:
-        token = holder.acquire_lease(JOB, 41)
-        try:
-            assert invoke(job, state, "--metrics-file", str(prom))[0] == 75
-        finally:
-            holder.release_lease(JOB, token)
+    with open_state(state) as holder, holder.join(JOB) as worker:
+        worker.started(41)
+        assert invoke(job, state, "--metrics-file", str(prom))[0] == 75
     held = metrics(prom)
     assert value(held, "runner_exit_code") == 75
     assert value(held, "runner_last_success_timestamp_seconds") == \

@@ -29,7 +29,7 @@ from mail_server import start
 from runner.cli.progress import PlainProgress, progress_for
 from runner.cli.run import log_to_stderr
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 ROWS = "".join(f"i{n},1,{10 + n}.00,+2547001{n:05d}\n" for n in range(30))
 
@@ -67,7 +67,7 @@ def test_a_signal_lets_calls_in_flight_finish_and_the_next_run_resumes(
     assert len([r for r in records.values() if r["outcome"] == "settled"]) < 30
     # The run is recorded with the code it exited with; status counts how far each item
     # went and says why the batch stopped.
-    with open_store(state) as store:
+    with open_state(state) as store:
         assert [r.exit_code for r in store.runs("pay-2026-11")] == [code]
     stages = Counter("not started" if r["step"] == "new" else "confirmed"
                      if r["step"] == "confirmed" else "created"

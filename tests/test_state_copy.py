@@ -9,13 +9,13 @@ from pathlib import Path
 
 from engine_support import cli
 
-from runner.state import ItemRecord, StateLocation, open_store
+from runner.state import ItemRecord, open_state
 
 JOB = "pay-2026-11"
 
 
-def fill(where: StateLocation) -> None:
-    with open_store(where) as store:
+def fill(where: Path | str) -> None:
+    with open_state(where) as store:
         store.insert_items([ItemRecord("e1", JOB, "remittance", 2, summary="{}"),
                             ItemRecord("e2", JOB, "remittance", 3)])
         run_id = store.start_run(JOB, "job.yaml")
@@ -25,8 +25,8 @@ def fill(where: StateLocation) -> None:
         store.end_run(run_id, 0, {"settled": 2}, digest="d1")
 
 
-def snapshot(where: StateLocation) -> tuple[object, ...]:
-    with open_store(where, create=False) as store:
+def snapshot(where: Path | str) -> tuple[object, ...]:
+    with open_state(where, create=False) as store:
         return (list(store.items(JOB)), store.attempts("e1"), store.runs(JOB))
 
 
@@ -38,7 +38,7 @@ def test_a_state_copies_into_postgresql_and_back(tmp_path: Path, pg_url: str,
     assert result.exit_code == 0, result.output
     assert result.stdout == f"copied 2 items, 1 runs and 1 calls from {sqlite} to {pg_url}\n"
     assert snapshot(pg_url) == snapshot(sqlite)
-    with open_store(pg_url) as store:  # new ids follow the copied ones
+    with open_state(pg_url) as store:  # new ids follow the copied ones
         assert store.start_run(JOB, "job.yaml") == 2
     back = tmp_path / "back.sqlite"
     assert cli("state", "copy", pg_url, str(back)).exit_code == 0
@@ -52,9 +52,9 @@ def test_a_state_copies_into_postgresql_and_back(tmp_path: Path, pg_url: str,
 
 def test_a_state_with_a_live_run_is_not_copied(tmp_path: Path, pg_url: str) -> None:
     fill(pg_url)
-    with open_store(pg_url) as store:
-        store.acquire_lease(JOB, 1)
     target = tmp_path / "copy.sqlite"
-    result = cli("state", "copy", pg_url, str(target))
+    with open_state(pg_url) as store, store.join(JOB) as worker:
+        worker.started(1)
+        result = cli("state", "copy", pg_url, str(target))
     assert result.exit_code == 75 and "job pay-2026-11 is being run" in result.stderr
     assert not target.exists()  # refused before the target is made

@@ -28,7 +28,7 @@ from engine_support import cli, confirmed, err_lines, posts, write_job
 from runner.connect import connect
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 ROWS = "".join(f"i{n},1,{10 + n}.00,+2547001{n:05d}\n" for n in range(40))
 
@@ -113,7 +113,7 @@ def test_a_state_database_on_a_read_only_file_system_exits_74_and_sends_nothing(
         sb: RunningSandbox, adm: Admin, tmp_path: Path,
         mounted: Callable[..., Path]) -> None:
     folder = tmp_path / "state"
-    open_store(folder / "runner.sqlite").close()
+    open_state(folder / "runner.sqlite").close()
     view = read_only(mounted, folder)
     job = write_job(tmp_path, sb, ROWS)
     result = cli("run", str(job), "--yes", "--state", str(view / "runner.sqlite"))
@@ -126,7 +126,7 @@ def test_a_state_database_on_a_read_only_file_system_exits_74_and_sends_nothing(
 
 def test_a_database_written_by_a_newer_runner_is_refused_before_anything_is_sent(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
-    open_store(state).close()
+    open_state(state).close()
     with sqlite3.connect(state) as db:
         db.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
                    "VALUES ('runner', '0099_from_a_newer_runner', '2030-01-01')")
@@ -148,7 +148,7 @@ def test_a_database_written_by_a_newer_runner_is_refused_before_anything_is_sent
 def test_a_database_missing_a_table_is_refused_before_anything_is_sent(
         sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path, damage: str,
         message: str) -> None:
-    open_store(state).close()
+    open_state(state).close()
     with sqlite3.connect(state) as db:
         db.execute(damage)
     db.close()
@@ -172,7 +172,7 @@ def test_a_database_kept_locked_exits_75(sb: RunningSandbox, adm: Admin, tmp_pat
     import runner.state.sqlite
 
     monkeypatch.setattr(runner.state.sqlite, "LOCK_WAIT", 0.05)
-    open_store(state).close()
+    open_state(state).close()
     other = sqlite3.connect(state, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process writing, and not finishing
     try:
@@ -192,7 +192,7 @@ def test_a_second_run_is_refused_at_once_while_the_first_holds_the_lease(
     run keeps it fresh, so the refusal is not a lease found expired): it asks the provider
     nothing, not even for its catalogue or a balance."""
     job = write_job(tmp_path, sb, ROWS)
-    with open_store(state) as first, first.hold_lease("pay-2026-11"):
+    with open_state(state) as first, first.join("pay-2026-11"):
         second = runner("run", str(job), "--yes", "--state", str(state))
     assert second.returncode == 75, second.stderr
     assert "job pay-2026-11 is being run by pid" in second.stderr
@@ -226,7 +226,7 @@ def test_the_files_with_personal_data_are_their_owners_only(
             ] == [0o600] * 3
     assert shared.read_text().startswith("external_id,")
     assert sorted(p.name for p in shared.parent.iterdir()) == ["report.csv"]  # no leftover
-    with open_store(state) as store:  # SQLite's WAL and shared memory, while it is open
+    with open_state(state) as store:  # SQLite's WAL and shared memory, while it is open
         store.note_checks(store.start_run("pay-2026-11", "job.yaml"), 0, 0)
         assert {mode(state.with_name(state.name + s)) for s in ("-wal", "-shm")} == {0o600}
 

@@ -12,7 +12,7 @@ import pytest
 from pg_support import Cluster
 
 from runner.errors import BadStateLocation, StateMissing, StateUnavailable, StateUnusable
-from runner.state import ItemRecord, open_store, pg_schema, postgres
+from runner.state import ItemRecord, open_state, pg_schema, postgres
 from runner.state.opening import _known
 from runner.state.sqlite_schema import migrations
 
@@ -21,7 +21,7 @@ JOB = "pay-2026-11"
 
 def test_both_backends_have_the_same_named_migrations_and_tables(pg_url: str) -> None:
     assert list(pg_schema.MIGRATIONS) == sorted(_known(migrations))
-    with open_store(pg_url):
+    with open_state(pg_url):
         pass
     with psycopg.connect(pg_url) as conn:
         names = [r[0] for r in conn.execute(f"SELECT name FROM {pg_schema.TABLE}")]
@@ -29,33 +29,33 @@ def test_both_backends_have_the_same_named_migrations_and_tables(pg_url: str) ->
 
 
 def test_two_workers_starting_together_migrate_once(pg_url: str) -> None:
-    with open_store(pg_url) as a, open_store(pg_url) as b:
+    with open_state(pg_url) as a, open_state(pg_url) as b:
         a.insert_items([ItemRecord("e1", JOB, "remittance", 1)])
         assert [r.external_id for r in b.items(JOB)] == ["e1"]
 
 
 def test_a_database_a_newer_runner_migrated_is_refused(pg_url: str) -> None:
-    with open_store(pg_url):
+    with open_state(pg_url):
         pass
     with psycopg.connect(pg_url) as conn:
         conn.execute(f"INSERT INTO {pg_schema.TABLE} VALUES ('runner', '0099_future', 'x')")
     with pytest.raises(StateUnusable) as refused:
-        open_store(pg_url)
+        open_state(pg_url)
     assert refused.value.exit_code == 74 and "'0099_future' is unknown" in str(refused.value)
 
 
 def test_a_database_missing_a_column_is_refused(pg_url: str) -> None:
-    with open_store(pg_url):
+    with open_state(pg_url):
         pass
     with psycopg.connect(pg_url) as conn:
         conn.execute("ALTER TABLE items DROP COLUMN fee")
     with pytest.raises(StateUnusable, match="the table 'items' has no column 'fee'"):
-        open_store(pg_url)
+        open_state(pg_url)
 
 
 def test_a_database_runner_never_used_is_not_made_by_a_reading_command(pg_url: str) -> None:
     with pytest.raises(StateMissing, match="no runner state in this database"):
-        open_store(pg_url, create=False)
+        open_state(pg_url, create=False)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE "
                             "table_schema = 'public'").fetchone() == (0,)
@@ -64,10 +64,10 @@ def test_a_database_runner_never_used_is_not_made_by_a_reading_command(pg_url: s
 def test_a_url_with_a_password_is_refused_and_the_password_never_shown(pg_url: str) -> None:
     with_password = pg_url.replace("runner@", "runner:hunter2@")
     with pytest.raises(BadStateLocation) as refused:
-        open_store(with_password)
+        open_state(with_password)
     assert refused.value.exit_code == 2 and "hunter2" not in str(refused.value)
     with pytest.raises(BadStateLocation) as refused:
-        open_store(pg_url + "?password=hunter2")
+        open_state(pg_url + "?password=hunter2")
     assert "hunter2" not in str(refused.value)
 
 
@@ -76,7 +76,7 @@ def test_a_server_that_refuses_at_start_is_exit_75_in_one_line(pg_cluster: Clust
 
     url = f"postgresql://runner@127.0.0.1:{free_port()}/x"
     with pytest.raises(StateUnavailable) as refused:
-        open_store(url)
+        open_state(url)
     message = str(refused.value)
     assert refused.value.exit_code == 75 and "\n" not in message
     assert message.startswith(f"{url}: cannot reach the state database: ")
@@ -84,7 +84,7 @@ def test_a_server_that_refuses_at_start_is_exit_75_in_one_line(pg_cluster: Clust
 
 def test_a_server_restarted_mid_run_is_reconnected_to(pg_cluster: Cluster, pg_url: str
                                                       ) -> None:
-    with open_store(pg_url) as store:
+    with open_state(pg_url) as store:
         store.insert_items([ItemRecord("e1", JOB, "remittance", 1)])
         run_id = store.start_run(JOB, "job.yaml")
         pg_cluster.restart_immediate()  # every connection of the pool is cut

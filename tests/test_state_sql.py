@@ -16,7 +16,7 @@ from runner.state.sql import Queries
 from runner.state.sqlite_schema import migrations
 
 POSTGRESQL_ONLY = {"lock", "lock_session", "unlock_session", "reset_ids", "forget_dead_workers",
-                   "worker_lease_held", "take_over_worker_lease", "take_worker_lease"}
+                   "take_worker_lease"}
 
 
 def test_both_dialects_name_the_same_statements() -> None:

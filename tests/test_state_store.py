@@ -24,11 +24,10 @@ from runner.state import (
     PlanFileRecord,
     RetryRecord,
     Signer,
-    StateLocation,
     StateStore,
     derived_ref,
     empty_store,
-    open_store,
+    open_state,
 )
 from runner.state.records import PayeeAcceptance, PayeeCheck, Staged
 
@@ -36,8 +35,8 @@ JOB = "pay-2026-11"
 
 
 @pytest.fixture
-def store(where: StateLocation) -> Iterator[StateStore]:
-    with open_store(where) as opened:
+def store(where: Path | str) -> Iterator[StateStore]:
+    with open_state(where) as opened:
         yield opened
 
 
@@ -110,51 +109,56 @@ def test_an_answer_is_recorded_with_the_next_calls_intent(store: StateStore) -> 
     assert other is not None and (other.intent, other.step) == (None, "new")
 
 
-def test_one_live_run_holds_a_jobs_lease(store: StateStore, where: StateLocation) -> None:
+def test_one_live_run_holds_a_jobs_lease(store: StateStore, where: Path | str) -> None:
     """With SQLite; with PostgreSQL a second run is a worker of the same job, with a lease
-    of its own: the job shows as running while either lives."""
+    of its own: the job shows as running while either lives. The lease is the worker's
+    from ``join`` to the end of its block."""
     run_id = store.start_run(JOB, "job.yaml")
-    token = store.acquire_lease(JOB, run_id)
-    with open_store(where) as other:
+    first = store.join(JOB).__enter__()
+    first.started(run_id)
+    with open_state(where) as other:
         if store.shared:
             second = other.start_run(JOB, "job.yaml")
-            worker = other.acquire_lease(JOB, second)
-            store.release_lease(JOB, token)
-            latest = store.latest_run(JOB)
-            assert latest is not None and (latest.id, latest.state) == (second, "running")
-            other.release_lease(JOB, worker)
-            token = store.acquire_lease(JOB, run_id)
+            with other.join(JOB) as worker:
+                worker.started(second)
+                first.__exit__(None, None, None)
+                latest = store.latest_run(JOB)
+                assert latest is not None and (latest.id, latest.state) == (second, "running")
+            first = store.join(JOB).__enter__()
+            first.started(run_id)
         else:
-            with pytest.raises(LeaseHeld) as held:
-                other.acquire_lease(JOB, run_id + 1)
+            with pytest.raises(LeaseHeld) as held, other.join(JOB):
+                pass
             assert held.value.exit_code == 75
             assert f"pid {os.getpid()}" in str(held.value)
-        assert other.acquire_lease("another-job", run_id + 1)  # leases are per job
+            assert f"(run {run_id})" in str(held.value)
+        with other.join("another-job"):  # leases are per job
+            pass
     latest = store.latest_run(JOB)
     assert latest is not None and (latest.id, latest.state) == (run_id, "running")
-    store.heartbeat(JOB, token)
-    store.release_lease(JOB, token)
+    first.__exit__(None, None, None)
     store.end_run(run_id, 0, {"settled": 3})
     latest = store.latest_run(JOB)
     assert latest is not None
     assert (latest.state, latest.exit_code, latest.counts) == ("ended", 0, {"settled": 3})
-    assert store.acquire_lease(JOB, run_id + 2)  # free again
+    with store.join(JOB):  # free again
+        pass
 
 
 def test_a_plan_file_is_kept_once_and_its_run_reopened_when_no_one_runs_it(
-        store: StateStore, where: StateLocation) -> None:
+        store: StateStore, where: Path | str) -> None:
     plan = PlanFileRecord("p1", JOB, "d1", '{"items": []}', "2026-11-25T09:14:03Z")
     store.note_plan_file(plan)
     store.note_plan_file(PlanFileRecord("p1", JOB, "another digest", "{}", "later"))
     assert (store.plan_file("p1"), store.plan_file("p2")) == (plan, None)  # kept once
     run_id = store.start_run(JOB, "job.yaml")
-    token = store.acquire_lease(JOB, run_id)
-    store.note_plan_applied("p1", run_id)
-    kept = store.plan_file("p1")
-    assert kept is not None and kept.run_id == run_id
-    with open_store(where) as other:  # its run is live: not reopened
-        assert not other.reopen_run(run_id)
-    store.release_lease(JOB, token)
+    with store.join(JOB) as worker:
+        worker.started(run_id)
+        store.note_plan_applied("p1", run_id)
+        kept = store.plan_file("p1")
+        assert kept is not None and kept.run_id == run_id
+        with open_state(where) as other:  # its run is live: not reopened
+            assert not other.reopen_run(run_id)
     store.end_run(run_id, 1, {"settled": 2})
     assert store.reopen_run(run_id)
     latest = store.latest_run(JOB)
@@ -179,12 +183,12 @@ def test_the_latest_run_and_what_its_checks_found(store: StateStore) -> None:
     latest = store.latest_run(JOB)  # the latest that ended
     assert latest is not None and (latest.id, latest.state) == (first, "ended")
     second = store.start_run(JOB, "job.yaml")
-    token = store.acquire_lease(JOB, second)
-    store.note_checks(second, invalid=2, refused=1)
-    latest = store.latest_run(JOB)  # the one running
-    assert latest is not None and (latest.id, latest.state, latest.counts) == (
-        second, "running", {"invalid": 2, "refused": 1})
-    store.release_lease(JOB, token)
+    with store.join(JOB) as worker:
+        worker.started(second)
+        store.note_checks(second, invalid=2, refused=1)
+        latest = store.latest_run(JOB)  # the one running
+        assert latest is not None and (latest.id, latest.state, latest.counts) == (
+            second, "running", {"invalid": 2, "refused": 1})
     latest = store.latest_run(JOB)  # died without an end: nothing ended since the first
     assert latest is not None and (latest.id, latest.state) == (first, "ended")
     assert refused < second and LEASE_TTL > 0
@@ -255,7 +259,7 @@ def test_a_run_keeps_its_closing_message_and_who_planned_and_approved(
 def test_a_state_that_is_only_read_is_never_made_empty(tmp_path: Path) -> None:
     missing = tmp_path / "none.sqlite"
     with pytest.raises(StateMissing) as raised:
-        open_store(missing, create=False)
+        open_state(missing, create=False)
     assert raised.value.exit_code == 2 and not missing.exists()
     with empty_store() as empty:  # what a plan reads before a job's first run
         assert list(empty.items(JOB)) == [] and empty.latest_run(JOB) is None

@@ -5,13 +5,15 @@ their own."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
-from runner.state import ItemRecord, StateLocation, StateStore, open_store
+from runner.state import ItemRecord, StateStore, open_state
 from runner.state.records import Staged
 
 JOB = "pay-2026-11"
@@ -19,8 +21,8 @@ OPEN = ("pending", "awaiting_confirm")
 
 
 @pytest.fixture
-def two(where: StateLocation) -> Iterator[tuple[StateStore, StateStore]]:
-    with open_store(where) as a, open_store(where) as b:
+def two(where: Path | str) -> Iterator[tuple[StateStore, StateStore]]:
+    with open_state(where) as a, open_state(where) as b:
         a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(1, 11)])
         yield a, b
 
@@ -81,15 +83,15 @@ def test_the_rate_slots_are_shared_and_spaced(two: tuple[StateStore, StateStore]
 
 
 @pytest.mark.parametrize("where", ["postgresql"], indirect=True)
-def test_workers_at_once_never_share_an_item_nor_a_step(where: StateLocation) -> None:
-    with open_store(where) as setup:
+def test_workers_at_once_never_share_an_item_nor_a_step(where: Path | str) -> None:
+    with open_state(where) as setup:
         setup.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(200)])
     taken: dict[str, list[str]] = {}
     steps: list[str] = []
     slots: list[float] = []
 
     def work(name: str) -> None:
-        with open_store(where) as store:
+        with open_state(where) as store:
             with store.job_step(JOB, "plan", "d1") as mine:
                 if mine:
                     steps.append(name)
@@ -114,24 +116,24 @@ def test_workers_at_once_never_share_an_item_nor_a_step(where: StateLocation) ->
 
 
 def test_the_last_pages_of_a_pass_are_shared_among_the_live_workers(
-        where: StateLocation) -> None:
-    with open_store(where) as a, open_store(where) as b:
+        where: Path | str) -> None:
+    with open_state(where) as a, open_state(where) as b, contextlib.ExitStack() as workers:
         a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(40)])
-        a.acquire_lease(JOB, a.start_run(JOB, "job.yaml"))
+        workers.enter_context(a.join(JOB)).started(a.start_run(JOB, "job.yaml"))
         if a.shared:  # a second worker of the job (SQLite's lease lets one run at a time)
-            b.acquire_lease(JOB, b.start_run(JOB, "job.yaml"))
+            workers.enter_context(b.join(JOB)).started(b.start_run(JOB, "job.yaml"))
         pages = [len(s.claim_next(JOB, name, 32, 60, "r1:work"))
                  for s, name in ((a, "A"), (b, "B"), (a, "A"), (b, "B"))]
     # 40 left for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
     assert pages == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
 
 
-def test_a_staged_plan_reads_back_as_it_was_staged(where: StateLocation) -> None:
+def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:
     staged = [Staged("e1", 1, "new", "e1", "f1", False, '{"to": "Ada"}', "EUR",
                      Decimal("10.25"), ""),
               Staged("e2", 2, "resume", "e2", "f2", True, None, None, None, "in doubt: 'x'\t\\"),
               Staged("e3", 3, "refused", why="held by job other")]
-    with open_store(where) as store:
+    with open_state(where) as store:
         store.stage_plan(JOB, staged[:2])
         store.stage_plan(JOB, staged[2:])
         assert store.staged(JOB, ["e1", "e2", "e3", "e4"]) == {s.external_id: s for s in staged}

@@ -32,7 +32,7 @@ from summary_support import (
 )
 
 from runner.sandbox import RunningSandbox
-from runner.state import open_store
+from runner.state import open_state
 
 # aiosmtpd sets its own deprecated Session.login_data after every AUTH (in its thread).
 pytestmark = pytest.mark.filterwarnings(
@@ -197,7 +197,7 @@ def test_an_unreachable_server_costs_the_email_only(sandbox: RunningSandbox, tmp
         f"{NAME}: 2 items: 2 settled"
     assert run(job, state).exit_code == 3
     # Each run is recorded with the exit code it exited with, not the one before its email.
-    with open_store(state) as store:
+    with open_state(state) as store:
         assert [r.exit_code for r in store.runs(NAME)] == [3, 3]
 
 

@@ -19,7 +19,7 @@ import pytest
 from job_files import write
 
 from runner.job import load_job
-from runner.state import ItemRecord, StateStore, open_store
+from runner.state import ItemRecord, StateStore, open_state
 from runner.summary import build_summary, check_summary, status_lines
 from runner.summary.amounts import money_text, number_text, plain_amount
 from runner.summary.items_csv import items_csv
@@ -31,7 +31,7 @@ SECRET = "api-secret-Hq2"
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[StateStore]:
-    s = open_store(tmp_path / "s.sqlite")
+    s = open_state(tmp_path / "s.sqlite")
     yield s
     s.close()
 
@@ -116,15 +116,16 @@ def test_the_latest_run(store: StateStore, tmp_path: Path) -> None:
     first = store.start_run(JOB, "job.yaml")
     store.end_run(first, 0, {})
     second = store.start_run(JOB, "job.yaml")
-    token = store.acquire_lease(JOB, second)
-    run = build_summary(store, JOB).run
-    assert run is not None and (run.id, run.state, run.duration) == (second, "running", None)
-    # A run killed without releasing its lease: its heartbeat goes stale.
-    with sqlite3.connect(tmp_path / "s.sqlite") as db:
-        db.execute("UPDATE leases SET heartbeat_at = ?", [time.time() - 3600])
-    run = build_summary(store, JOB).run
-    assert run is not None and (run.id, run.state) == (second, "interrupted")
-    store.release_lease(JOB, token)
+    with store.join(JOB) as worker:
+        worker.started(second)
+        run = build_summary(store, JOB).run
+        assert run is not None and (run.id, run.state, run.duration) == (
+            second, "running", None)
+        # A run killed without releasing its lease: its heartbeat goes stale.
+        with sqlite3.connect(tmp_path / "s.sqlite") as db:
+            db.execute("UPDATE leases SET heartbeat_at = ?", [time.time() - 3600])
+        run = build_summary(store, JOB).run
+        assert run is not None and (run.id, run.state) == (second, "interrupted")
     # A second start refused by the lease leaves a run row with no end: the ended one counts.
     run = build_summary(store, JOB).run
     assert run is not None and (run.id, run.state) == (first, "ended")

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from runner.job import load_job
-from runner.state import open_store
+from runner.state import open_state
 from runner.summary import check_summary, mail, render_all, status_lines, summary_of
 from runner.summary.mail import compose
 from runner.summary.reports import write_items
@@ -36,7 +36,7 @@ def test_the_email_of_10000_items_with_500_failures_is_under_100_kb(tmp_path: Pa
     made = bench()
     (tmp_path / "job.yaml").write_text(made.JOB, encoding="utf-8")
     job = load_job(tmp_path / "job.yaml")
-    with open_store(tmp_path / "s.sqlite") as store:
+    with open_state(tmp_path / "s.sqlite") as store:
         made.batch(store, 10_000, 500, 300, 50)
         summary = summary_of(job, store)
         assert write_items(summary, tmp_path / "items.csv") == 10_000
@@ -74,7 +74,7 @@ def test_a_list_of_items_too_big_to_mail_stays_on_disk(tmp_path: Path,
     made = bench()
     (tmp_path / "job.yaml").write_text(made.JOB, encoding="utf-8")
     job = load_job(tmp_path / "job.yaml")
-    with open_store(tmp_path / "s.sqlite") as store:
+    with open_state(tmp_path / "s.sqlite") as store:
         made.batch(store, 2_000, 100, 60, 10)
         summary = summary_of(job, store)
         write_items(summary, tmp_path / "items.csv")
@@ -93,7 +93,7 @@ def test_a_summary_of_3000_items_holds_50_of_each_list_and_counts_every_item(
     made = bench()
     (tmp_path / "job.yaml").write_text(made.JOB, encoding="utf-8")
     job = load_job(tmp_path / "job.yaml")
-    with open_store(tmp_path / "s.sqlite") as store:
+    with open_state(tmp_path / "s.sqlite") as store:
         made.batch(store, 3_000, 400, 120, 60)
         summary = summary_of(job, store)
         assert write_items(summary, tmp_path / "items.csv") == 3_000

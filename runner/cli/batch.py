@@ -14,10 +14,10 @@ import simplejson
 
 from runner.cli.options import (
     job_argument,
+    location_of,
     reports_errors,
     state_dir_of,
     state_option,
-    state_path_of,
 )
 from runner.exit_codes import ExitCode
 from runner.lifecycle import Outcome
@@ -45,11 +45,11 @@ def status(job: Path, fmt: str, state: StateLocation | None) -> None:
       runner status jobs/payroll.yaml --format json
     """
     from runner.job import load_job
-    from runner.state import open_store
+    from runner.state import open_state
     from runner.summary import status_lines, summary_of
 
     loaded = load_job(job)
-    with open_store(state_path_of(state), create=False) as store:
+    with open_state(location_of(state), create=False) as store:
         summary = summary_of(loaded, store)
     code = summary.status_code
     if fmt == "json":
@@ -90,11 +90,11 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation
     from runner.engine.plan import flow_for
     from runner.engine.reconcile import reconcile_job
     from runner.job import load_job
-    from runner.state import open_store
+    from runner.state import open_state
 
     loaded = load_job(job)
     workers = concurrency or loaded.run.concurrency
-    with open_store(state_path_of(state), create=False) as store, \
+    with open_state(location_of(state), create=False) as store, \
             connect(loaded, state_dir_of(state), pool=workers) as provider:
         found = reconcile_job(loaded, store, flow_for(loaded, provider, store), workers)
     if fmt == "json":
@@ -133,7 +133,7 @@ def report(job: Path, fmt: str, output: Path | None, email: bool,
       runner report jobs/payroll.yaml --format html --output payroll.html
     """
     from runner.job import load_job
-    from runner.state import open_store
+    from runner.state import open_state
     from runner.summary import check_summary, email_summary, render_all, summary_of
     from runner.summary.reports import csv_name, write_items
 
@@ -141,7 +141,7 @@ def report(job: Path, fmt: str, output: Path | None, email: bool,
     if email and (loaded.summary is None or loaded.summary.email is None):
         raise click.UsageError(f"{job} has no summary.email to send with")
     templates = check_summary(loaded)
-    with open_store(state_path_of(state), create=False) as store, \
+    with open_state(location_of(state), create=False) as store, \
             tempfile.TemporaryDirectory() as scratch:
         summary = summary_of(loaded, store)
         if fmt == "csv" or email:  # every item, streamed from the state to a file
@@ -210,12 +210,12 @@ def resolve(job: Path, external_id: str, outcome: str | None, accept_payee: bool
         --note "name changed at marriage; confirmed by phone"
     """
     from runner.job import load_job
-    from runner.state import open_store
+    from runner.state import open_state
 
     if (outcome is None) == (not accept_payee):
         raise click.UsageError("give one of --outcome and --accept-payee")
     loaded = load_job(job)
-    with open_store(state_path_of(state)) as store:
+    with open_state(location_of(state)) as store:
         if outcome is not None:
             store.resolve(loaded.name, external_id, outcome, note)
             click.echo(f"{external_id}: {outcome} (resolved by hand)")

@@ -26,13 +26,13 @@ STATE_FILE = "runner.sqlite"
 def state_dir_of(state: StateLocation | None) -> Path:
     """The folder of the state database (and of the embedded sandbox's state, and of the
     summaries); with the state in PostgreSQL, the default folder."""
-    if isinstance(state, Path):
-        return state.parent
-    return Path(os.environ.get("RUNNER_STATE_DIR", DEFAULT_STATE_DIR))
+    folder = state.folder if state is not None else None
+    return folder or Path(os.environ.get("RUNNER_STATE_DIR", DEFAULT_STATE_DIR))
 
 
-def state_path_of(state: StateLocation | None) -> StateLocation:
-    return state if state is not None else state_dir_of(None) / STATE_FILE
+def location_of(state: StateLocation | None) -> StateLocation:
+    """Where the state is: ``--state`` (or RUNNER_STATE), else the default file."""
+    return state if state is not None else StateLocation.sqlite(state_dir_of(None) / STATE_FILE)
 
 
 class StateParam(click.ParamType):
@@ -44,8 +44,10 @@ class StateParam(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> StateLocation:
-        if isinstance(value, Path):
+        if isinstance(value, StateLocation):
             return value
+        if isinstance(value, Path):
+            return StateLocation.sqlite(value)
         try:
             return parse_location(str(value))
         except BadStateLocation as exc:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import simplejson
 
-from runner.cli.options import reports_errors, state_dir_of, state_option, state_path_of
+from runner.cli.options import location_of, reports_errors, state_dir_of, state_option
 from runner.cli.run import (
     ALLOW_DUPLICATES,
     FORMAT,
@@ -35,12 +35,12 @@ def _store(path: StateLocation, keep: bool) -> tuple[StateStore, bool]:
     with ``keep``, the payee checks' answers (for the run and next month to use again),
     for which a state not made yet is made."""
     from runner.errors import StateMissing
-    from runner.state import empty_store, open_store
+    from runner.state import empty_store, open_state
 
     try:
-        return open_store(path, create=False), True
+        return open_state(path, create=False), True
     except StateMissing:
-        return (open_store(path) if keep else empty_store()), False
+        return (open_state(path) if keep else empty_store()), False
 
 
 def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed: bool,
@@ -60,7 +60,6 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     from runner.engine.plan_text import plan_lines
     from runner.job import load_job
     from runner.signatures import read_allowed_signers
-    from runner.state import open_store
 
     loaded = load_job(job)
     if sign is not None and (output is None or loaded.approvers_path is None):
@@ -69,33 +68,35 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     if output is not None and sign is None and loaded.run.four_eyes:
         raise click.UsageError("run.four_eyes: the planner signs the plan file as it is made: "
                                "add --sign KEY (your SSH private key, listed in run.approvers)")
-    path = state_path_of(state)
+    path = location_of(state)
     policy = loaded.run.verify_payees
     policy = "warn" if verify and policy == "off" else policy
-    store, exists = _store(path, keep=policy != "off")
-    with store, connect(loaded, state_dir_of(state),
-                                        pool=loaded.run.concurrency) as provider:
-        # What a person reads (text, no plan file, no quotations) streams: the plan keeps
-        # its counts, totals and the items it lists, not every row of the batch.
-        streams = output is None and fmt == "text" and not quote
-        plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
-                         quote=quote, retry_failed=retry_failed,
-                         include_unchanged=include_unchanged,
-                         allow_duplicates=allow_duplicates,
-                         sink=_drop if streams else None, verify=policy)
-    plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
-    if output is not None:
-        content = document(plan, loaded, location_text(path))
-        if sign is not None and loaded.approvers_path is not None:
-            signer = sign_plan(content, PLAN, sign, passphrase_for(sign),
-                               read_allowed_signers(loaded.approvers_path), datetime.now(UTC))
-            click.echo(f"signed by {signer.principal} ({signer.key}) as its planner", err=True)
-        with open_store(path) as kept:  # kept first: a plan file is never without its record
-            keep_plan(kept, content)
-        digest = write_plan(content, output)
-        click.echo(f"plan {content['id']} written to {output} (digest sha256:{digest}); "
-                   f"`runner show {output}` lists it, `runner apply {output}` pays it",
-                   err=True)
+    # Opened once; made when the payee checks' answers or a plan file's record are kept.
+    store, exists = _store(path, keep=policy != "off" or output is not None)
+    with store:
+        with connect(loaded, state_dir_of(state), pool=loaded.run.concurrency) as provider:
+            # What a person reads (text, no plan file, no quotations) streams: the plan
+            # keeps its counts, totals and the items it lists, not every row of the batch.
+            streams = output is None and fmt == "text" and not quote
+            plan = make_plan(loaded, provider, store, flow_for(loaded, provider, store),
+                             quote=quote, retry_failed=retry_failed,
+                             include_unchanged=include_unchanged,
+                             allow_duplicates=allow_duplicates,
+                             sink=_drop if streams else None, verify=policy)
+        plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
+        if output is not None:
+            content = document(plan, loaded, location_text(path))
+            if sign is not None and loaded.approvers_path is not None:
+                signer = sign_plan(content, PLAN, sign, passphrase_for(sign),
+                                   read_allowed_signers(loaded.approvers_path),
+                                   datetime.now(UTC))
+                click.echo(f"signed by {signer.principal} ({signer.key}) as its planner",
+                           err=True)
+            keep_plan(store, content)  # kept first: a plan file is never without its record
+            digest = write_plan(content, output)
+            click.echo(f"plan {content['id']} written to {output} (digest sha256:{digest}); "
+                       f"`runner show {output}` lists it, `runner apply {output}` pays it",
+                       err=True)
     if fmt == "json":
         click.echo(simplejson.dumps(plan.as_dict(), indent=2))
     else:
@@ -185,7 +186,7 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     from runner.engine.plan import who
     from runner.engine.plan_file import read_plan
     from runner.errors import BadStateLocation, PlanRefused
-    from runner.state import open_store
+    from runner.state import open_state
     from runner.state.locations import planned_location
 
     user, host = who()
@@ -196,7 +197,7 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
             location = planned_location(content["state"], state, plan_file)
         except BadStateLocation as exc:
             raise PlanRefused([str(exc)]) from None
-        with open_store(location, create=False) as store:
+        with open_state(location, create=False) as store:
             job, applied = admit(content, digest, store, approved_by, user, host, now)
     except PlanRefused as refused:  # as a refusal after the plan is made again reads
         click.echo(f"{refused}; nothing was sent", err=True)

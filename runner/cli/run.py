@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 import simplejson
@@ -18,11 +18,11 @@ import simplejson
 from runner.cli.options import (
     F,
     job_argument,
+    location_of,
     on_exit,
     reports_errors,
     state_dir_of,
     state_option,
-    state_path_of,
 )
 from runner.errors import RunnerError
 from runner.exit_codes import ExitCode, signalled
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # annotations only: the commands import the library where the
     from runner.engine.plan_file import AppliedPlan
     from runner.job import Job
     from runner.metrics import RunMetrics
+    from runner.state import StateStore
     from runner.summary import Templates
 
 QUOTE = click.option("--quote", is_flag=True,
@@ -152,9 +153,10 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
     from runner.engine.approvals import require_plan
-    from runner.engine.batch import RunOptions, record_exit, run_job
+    from runner.engine.batch import record_exit, run_job
+    from runner.engine.options import Clock, RunHooks, RunOptions
     from runner.job import load_job
-    from runner.state import hold_lease
+    from runner.state import open_state
     from runner.summary import check_summary, status_lines
 
     log_to_stderr(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO,
@@ -168,54 +170,52 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
         seen.job = loaded.name
     require_plan(loaded, applied is not None)  # before the state is opened or made
     templates = check_summary(loaded)  # a broken summary template stops us before money moves
-    state_path = state_path_of(state)
     tty = sys.stdin.isatty() and sys.stderr.isatty()
-    # RunOptions.state_path is any StateLocation (open_store takes either kind).
-    options = RunOptions(cast(Path, state_path), concurrency=concurrency,
-                         allow_partial=allow_partial,
+    options = RunOptions(concurrency=concurrency, allow_partial=allow_partial,
                          confirm=True if confirm_only else None, confirm_only=confirm_only,
                          retry_failed=retry_failed, include_unchanged=include_unchanged,
                          applied=applied, allow_duplicates=allow_duplicates)
-    if tty and not yes:
-        options.ask = ask or _ask
     progress = progress_for(sys.stderr.isatty(), quiet)
-    options.on_phase, options.on_progress = progress.phase, progress.step
-    options.on_batch = progress.batch
+    hooks = RunHooks(ask=(ask or _ask) if tty and not yes else None,
+                     on_progress=progress.step, on_phase=progress.phase,
+                     on_batch=progress.batch)
+    clock = Clock()
     # Ctrl-C and SIGTERM (systemd, a container's time-out) alike: the calls in flight finish
     # and are recorded, the summary is written, and the exit code says which (128 + signal).
     stopped_by: list[int] = []
 
     def stop(signum: int, _: Any) -> None:
         stopped_by.append(signum)
-        options.stop.set()
+        clock.stop.set()
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        # The lease first: a second run is refused before the slow part of its start.
-        with hold_lease(state_path, loaded.name), progress, connect(
-                loaded, state_dir_of(state), pool=concurrency or loaded.run.concurrency
-        ) as provider:
-            result = run_job(loaded, provider, options)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if seen is not None:
-        _measured(seen, result)
-    if result.exit_code == ExitCode.USAGE and result.report is not None:
-        _print_report(result.report)
-    if result.summary is not None:
-        echo_status(status_lines(result.summary))
-    elif result.lines:  # a run with nothing to do: the lines of the run it repeats
-        echo_status(result.lines)
-    if result.message:
-        click.echo(result.message, err=True)
-    code = _summarize(loaded, templates, state, result)
-    code = signalled(stopped_by[0]) if stopped_by else code
-    try:
-        record_exit(state_path, result, code)
-    except RunnerError as error:  # the run is over: its exit code stays what it says
-        logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
-                                            code, error)
+    # The state opened once, for the run, its summary and its exit code.
+    with open_state(location_of(state)) as st:
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            # The lease first: a second run is refused before the slow part of its start.
+            with st.join(loaded.name) as worker, progress, connect(
+                    loaded, state_dir_of(state), pool=options.workers(loaded)) as provider:
+                result = run_job(loaded, provider, worker, options, hooks, clock)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if seen is not None:
+            _measured(seen, result)
+        if result.exit_code == ExitCode.USAGE and result.report is not None:
+            _print_report(result.report)
+        if result.summary is not None:
+            echo_status(status_lines(result.summary))
+        elif result.lines:  # a run with nothing to do: the lines of the run it repeats
+            echo_status(result.lines)
+        if result.message:
+            click.echo(result.message, err=True)
+        code = _summarize(loaded, templates, st, state_dir_of(state), result)
+        code = signalled(stopped_by[0]) if stopped_by else code
+        try:
+            record_exit(st, result, code)
+        except RunnerError as error:  # the run is over: its exit code stays what it says
+            logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
+                                                code, error)
     sys.exit(code)
 
 
@@ -231,16 +231,16 @@ def _measured(seen: RunMetrics, result: RunResult) -> None:
                           if r.exit_code == 0 and r.ended_at is not None and r.id != this]
 
 
-def _summarize(loaded: Job, templates: Templates, state: StateLocation | None, result: RunResult
-               ) -> int:
-    """Write (and email) the run's summary; the exit code, 3 only when the run's was 0."""
+def _summarize(loaded: Job, templates: Templates, state: StateStore, folder: Path,
+               result: RunResult) -> int:
+    """Write (into ``folder``/reports) and email the run's summary; the exit code, 3 only
+    when the run's was 0."""
     from runner.summary import conclude
 
     if result.summary is None:
         return result.exit_code
     try:
-        delivery = conclude(loaded, templates, result.summary, state_dir_of(state) / "reports",
-                            state_path_of(state))
+        delivery = conclude(loaded, templates, result.summary, folder / "reports", state)
     except RunnerError as error:
         click.echo(f"error: the summary: {error}", err=True)
         return result.exit_code or error.exit_code

@@ -1,6 +1,8 @@
-"""A run of a job: the lease, the plan, then the worker's share of the items, in passes
-over the state (``runner.engine.work``): the run holds a bounded window of items, never the
-whole batch (``runner.engine.pages``).
+"""A run of a job by a worker of it (``StateStore.join``: the worker holds the job's lease,
+rule 6, on the state the run works with; the run opens nothing): the plan, then the
+worker's share of the items, in passes over the state (``runner.engine.work``): the run
+holds a bounded window of items, never the whole batch (``runner.engine.pages``). What the
+run is asked, its hooks to a terminal and its clock are ``runner.engine.options``'.
 
 1. The plan (``runner.engine.plan``): every item validated and paired with its state record,
    streamed into the state (staged: nothing of it is recorded yet); with ``on_invalid:
@@ -38,24 +40,20 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from runner import lifecycle
 from runner.engine.approvals import require_plan
 from runner.engine.flow import Flow, Run
+from runner.engine.options import Clock, RunHooks, RunOptions, Tally
 from runner.engine.pages import Pages, Stager, give_up
-from runner.engine.phases import Heartbeat, PhaseStart, Progress
 from runner.engine.plan import CHANGED, Plan, balances, make_plan
 from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
-from runner.engine.work import Ending, Share, work
-from runner.errors import LeaseHeld, PlanRefused
+from runner.engine.work import Ending, work
+from runner.errors import PlanRefused
 from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.kinds import kind_named
@@ -63,42 +61,12 @@ from runner.lifecycle import PlanAction, Step
 from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import (
-    LEASE_TTL,
-    ItemRecord,
-    StateLocation,
-    StateStore,
-    now_iso,
-    open_store,
-)
-from runner.state.holders import worker_name
+from runner.state import ItemRecord, StateStore, Worker, now_iso
 from runner.summary.model import Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
 
 log = logging.getLogger("runner")
-CLAIM_TTL = LEASE_TTL  # a worker's claims last this long without its heartbeat
-
-
-@dataclass
-class RunOptions:
-    state_path: Path
-    concurrency: int | None = None
-    confirm: bool | None = None  # None: the job's run.confirm
-    confirm_only: bool = False  # `runner confirm`: no new quotations or transactions
-    allow_partial: bool = False
-    retry_failed: bool = False  # send failed items again under a new external_id
-    include_unchanged: bool = False  # and those refused for good whose row is unchanged
-    allow_duplicates: bool = False  # pay possible duplicates (recorded with the run)
-    applied: AppliedPlan | None = None  # `runner apply`: pay what this plan lists, or refuse
-    sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.time
-    stop: threading.Event = field(default_factory=threading.Event)
-    ask: Callable[[Plan], bool] | None = None
-    on_progress: Progress | None = None  # after each item of a phase
-    on_phase: PhaseStart | None = None  # as a phase starts, with how many items it takes
-    on_batch: Callable[[int], None] | None = None  # the plan recorded: how many it pays
-    claim_ttl: float = CLAIM_TTL
 
 
 @dataclass
@@ -118,75 +86,73 @@ class RunResult:
         return dict(self.summary.counts) if self.summary is not None else dict(self.repeated)
 
 
-def run_job(job: Job, provider: Provider, options: RunOptions) -> RunResult:
-    require_plan(job, options.applied is not None)  # four eyes: before anything is opened
-    with open_store(options.state_path) as state:
-        digest = inputs_digest(job)
-        if options.applied is None and not options.retry_failed and \
-                not options.confirm_only and not options.allow_duplicates:
-            last = unchanged(job, state, digest)
-            if last is not None:
-                log.info("inputs unchanged since run %d and every item done: nothing to do",
-                         last.id, extra=event("nothing_to_do"))
-                again, repeated = repeat(job, state, last, digest)
-                return RunResult(repeated, "", lines=list(last.lines or ()),
-                                 repeated=dict(last.counts), run_id=again)
-        started = now_iso()
-        run_id = _run_of(job, state, options.applied)
-        bind(run_id=run_id)
-        log.info("run %d of %s started", run_id, job.name, extra=event("run_started"))
-        try:
-            token = state.acquire_lease(job.name, run_id)
-        except LeaseHeld as held:
-            state.end_run(run_id, held.exit_code, {}, str(held))
-            raise
-        worker = worker_name()
-        if not state.shared:
-            state.drop_claims(job.name)  # the lease makes this run the only worker
-        beat = Heartbeat(state, job.name, token, (worker, options.claim_ttl))
-        summary: Summary | None = None
-        try:
-            policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
-                                 sleep=options.sleep)
-            kind = kind_named(job.kind)
-            flow = kind.flow(kind.client(provider),
-                             Run(state, run_id, job.name, policy, options.clock))
-            if state.shared and job.run.rate_limit is not None:
-                share_rate(provider, state, job.name, float(job.run.rate_limit), options)
-            ending, plan, round_key = _plan_step(job, provider, options, flow, run_id, digest)
-            if ending is None:
-                pages = Pages(state, job, flow, worker, round_key, options.claim_ttl)
-                ending = work(job, _share(job, options, started), flow, pages,
-                              plan is not None and bool(plan.counts.get(PlanAction.RETRY)))
-            if not ending.refused and _finishes(state, job.name, worker, digest, round_key):
-                summary = _summary(job, state, run_id, ending)
-            code = ending.code
-            if code is None:
-                code = ExitCode.PROBLEMS if summary is not None and summary.items_problems \
-                    else ExitCode.OK
-        finally:
-            beat.stop()
-            give_up(state, job.name, worker)
-            state.release_lease(job.name, token)
-        if summary is None and not ending.refused and not ending.message:
-            ending.message = "this worker's share is done; the worker that finishes the " \
-                             "job writes its summary"
-        state.end_run(run_id, code, summary.counts if summary else {},
-                      ending.note or ending.message, summary.digest if summary else None)
-        if summary is not None:
-            read_runs(summary, state)
-        return RunResult(code, ending.message, summary,
-                         None if ending.refused or plan is None else plan.report, plan,
-                         run_id=run_id)
+def run_job(job: Job, provider: Provider, worker: Worker, options: RunOptions | None = None,
+            hooks: RunHooks | None = None, clock: Clock | None = None) -> RunResult:
+    """Run ``job`` as ``worker`` (``StateStore.join``: it holds the job's lease, on the state
+    the run reads and writes), with ``options`` as asked, ``hooks`` to a terminal and
+    ``clock`` (by default the real time, sleeps and a stop nothing sets)."""
+    options = options or RunOptions()
+    hooks = hooks or RunHooks()
+    clock = clock or Clock()
+    require_plan(job, options.applied is not None)  # four eyes: before anything is written
+    state = worker.state
+    digest = inputs_digest(job)
+    if options.applied is None and not options.retry_failed and \
+            not options.confirm_only and not options.allow_duplicates:
+        last = unchanged(job, state, digest)
+        if last is not None:
+            log.info("inputs unchanged since run %d and every item done: nothing to do",
+                     last.id, extra=event("nothing_to_do"))
+            again, repeated = repeat(job, worker, last, digest)
+            return RunResult(repeated, "", lines=list(last.lines or ()),
+                             repeated=dict(last.counts), run_id=again)
+    started = now_iso()
+    run_id = _run_of(job, state, options.applied)
+    worker.started(run_id)
+    bind(run_id=run_id)
+    log.info("run %d of %s started", run_id, job.name, extra=event("run_started"))
+    if not state.shared:
+        state.drop_claims(job.name)  # the lease makes this run the only worker
+    summary: Summary | None = None
+    try:
+        policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
+                             sleep=clock.sleep)
+        kind = kind_named(job.kind)
+        flow = kind.flow(kind.client(provider), Run(state, run_id, job.name, policy, clock.now))
+        if state.shared and job.run.rate_limit is not None:
+            share_rate(provider, state, job.name, float(job.run.rate_limit), clock)
+        ending, plan, round_key = _plan_step(job, provider, options, hooks, flow, run_id,
+                                             digest)
+        if ending is None:
+            pages = Pages(state, job, flow, worker.name, round_key, worker.claim_ttl)
+            ending = work(job, flow, pages, options, hooks, clock, Tally(started),
+                          plan is not None and bool(plan.counts.get(PlanAction.RETRY)))
+        if not ending.refused and _finishes(state, job.name, worker.name, digest, round_key):
+            summary = _summary(job, state, run_id, ending)
+        code = ending.code
+        if code is None:
+            code = ExitCode.PROBLEMS if summary is not None and summary.items_problems \
+                else ExitCode.OK
+    finally:
+        give_up(state, job.name, worker.name)
+    if summary is None and not ending.refused and not ending.message:
+        ending.message = "this worker's share is done; the worker that finishes the " \
+                         "job writes its summary"
+    state.end_run(run_id, code, summary.counts if summary else {},
+                  ending.note or ending.message, summary.digest if summary else None)
+    if summary is not None:
+        read_runs(summary, state)
+    return RunResult(code, ending.message, summary,
+                     None if ending.refused or plan is None else plan.report, plan,
+                     run_id=run_id)
 
 
-def record_exit(state_path: StateLocation, result: RunResult, exit_code: int) -> None:
+def record_exit(state: StateStore, result: RunResult, exit_code: int) -> None:
     """The exit code the process exits with, in the run's row, when it is not the run's
     own (decided after it: 3 when the summary's email failed, 130 or 143 after a signal)."""
     if result.run_id is None or exit_code == result.exit_code:
         return
-    with open_store(state_path) as state:
-        state.note_exit(result.run_id, exit_code)
+    state.note_exit(result.run_id, exit_code)
 
 
 def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:
@@ -203,13 +169,6 @@ def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:
     if applied is not None:
         state.note_plan_applied(str(applied.document["id"]), run_id)
     return run_id
-
-
-def _share(job: Job, options: RunOptions, started: str) -> Share:
-    return Share(options.concurrency or job.run.concurrency,
-                 job.run.confirm if options.confirm is None else options.confirm,
-                 options.confirm_only, options.allow_partial, options.stop,
-                 options.on_progress, options.on_phase, options.clock, options.sleep, started)
 
 
 def _finishes(state: StateStore, job_name: str, worker: str, digest: str, round_key: str
@@ -236,14 +195,15 @@ def _summary(job: Job, state: StateStore, run_id: int, ending: Ending) -> Summar
     return summary
 
 
-def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any],
-               run_id: int, digest: str) -> tuple[Ending | None, Plan | None, str]:
+def _plan_step(job: Job, provider: Provider, options: RunOptions, hooks: RunHooks,
+               flow: Flow[Any, Any], run_id: int, digest: str
+               ) -> tuple[Ending | None, Plan | None, str]:
     """The plan, its checks and its recording: by this run alone (SQLite), or once for the
     workers of a shared state (the first does it, the others wait for it). The ending when
     the checks stop the run, the plan (None: another worker made it), and the round."""
     state = flow.state
     if not state.shared:
-        alone = _plan(job, provider, options, flow, run_id, digest)
+        alone = _plan(job, provider, options, hooks, flow, run_id, digest)
         return alone[0], alone[1], f"run{run_id}"
     flags = f"{digest}:{options.retry_failed}:{options.include_unchanged}:" \
             f"{options.confirm_only}:{options.allow_duplicates}:" \
@@ -254,7 +214,7 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
         with state.job_step(job.name, "plan", flags) as mine:
             if mine:
                 state.end_passes(job.name)  # the rounds before are over
-                stopped, plan = _plan(job, provider, options, flow, run_id, digest)
+                stopped, plan = _plan(job, provider, options, hooks, flow, run_id, digest)
                 if stopped is not None:  # the step is not recorded done: each worker stops
                     raise PlanRefused(stopped.message)
             else:
@@ -268,13 +228,13 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any
     return None, plan, state.step_done_at(job.name, "plan") or ""
 
 
-def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any],
-          run_id: int, digest: str) -> tuple[Ending | None, Plan]:
+def _plan(job: Job, provider: Provider, options: RunOptions, hooks: RunHooks,
+          flow: Flow[Any, Any], run_id: int, digest: str) -> tuple[Ending | None, Plan]:
     """The plan made and staged; its checks (an applied plan compared, invalid items, the
     funds, the question); once they pass, recorded."""
     state = flow.state
     stager = Stager(state, job.name, flow)
-    verify, workers = job.run.verify_payees, options.concurrency or job.run.concurrency
+    verify, workers = job.run.verify_payees, options.workers(job)
     if options.applied is None:
         plan = make_plan(job, provider, state, flow, retry_failed=options.retry_failed,
                          include_unchanged=options.include_unchanged,
@@ -314,14 +274,14 @@ def _plan(job: Job, provider: Provider, options: RunOptions, flow: Flow[Any, Any
         return Ending(ExitCode.FUNDS_SHORT, f"{plan.shortfall()}: {sent} (--allow-partial "
                                             f"pays what the balance covers)",
                       plan.shortfall()), plan
-    if options.ask is not None and plan.paying and not options.ask(plan):
+    if hooks.ask is not None and plan.paying and not hooks.ask(plan):
         return Ending(ExitCode.PROBLEMS, "cancelled; nothing was sent", refused=True), plan
     state.record_plan(job.name, job.kind, CHANGED)
     _refused_when_quoted(job, flow, plan)
     state.set_rest(job.name, stager.rest, {n.balance: n.estimated for n in plan.needs})
     state.note_inputs(run_id, digest)  # validated in full, and its items recorded
-    if options.on_batch is not None:
-        options.on_batch(plan.paying)
+    if hooks.on_batch is not None:
+        hooks.on_batch(plan.paying)
     return None, plan
 
 

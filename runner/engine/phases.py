@@ -1,9 +1,9 @@
 """The machinery of a run's phases (``runner.engine.batch``): a phase's items over the
-run's worker threads (``each``, on a ``ThreadPoolExecutor`` made once per run), one phase
-over them (``Phase``: each item's step, its verdict logged, progress reported), and the
-lease and the worker's claims kept fresh while the run lives (``Heartbeat``). The windows
+run's worker threads (``each``, on a ``ThreadPoolExecutor`` made once per run), and one phase
+over them (``Phase``: each item's step, its verdict logged, progress reported). The windows
 of the prepare and confirm phases are ``runner.engine.windows``, the passes over the items
-and the polls ``runner.engine.work``."""
+and the polls ``runner.engine.work``; the lease and the worker's claims are kept fresh by
+the worker (``runner.state.Worker``)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,9 @@ from runner.errors import (
     ItemInDoubt,
     OtherRecord,
     ProviderDown,
-    StateError,
 )
 from runner.lifecycle import Outcome
 from runner.logs import event
-from runner.state import LEASE_TTL, StateStore
 
 log = logging.getLogger("runner")
 # Why a run stops before its end (``Phase.problems``; ``runner.engine.work`` ends on them).
@@ -158,30 +156,3 @@ class Phase:
         if held:
             each(self.pool, self.workers, self.flow.close, held)
 
-
-class Heartbeat:
-    """Keeps the lease fresh while the run lives, and the worker's claims (``claims``: its
-    id and how long a claim lasts)."""
-
-    def __init__(self, state: StateStore, job_name: str, token: str,
-                 claims: tuple[str, float] | None = None) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(state, job_name, token, claims),
-                                        daemon=True, name="lease")
-        self._thread.start()
-
-    def _beat(self, state: StateStore, job_name: str, token: str,
-              claims: tuple[str, float] | None) -> None:
-        every = min(LEASE_TTL, claims[1] if claims else LEASE_TTL) / 3
-        while not self._stop.wait(every):
-            state.heartbeat(job_name, token)
-            if claims is not None:
-                try:
-                    state.refresh_claims(job_name, claims[0], claims[1])
-                except StateError as exc:  # the run's next write meets it, and says so
-                    log.warning("the claims of %s could not be refreshed: %s", job_name, exc,
-                                extra=event("claims_not_refreshed"))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()

@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import runner
-from runner.engine.phases import Heartbeat
 from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.lifecycle import PlanAction
-from runner.state import RunRecord, StateStore
+from runner.state import RunRecord, StateStore, Worker
 from runner.summary.model import PROBLEMS
 
 CHUNK = 1 << 20
@@ -67,20 +66,16 @@ def unchanged(job: Job, state: StateStore, digest: str) -> RunRecord | None:
     return last
 
 
-def repeat(job: Job, state: StateStore, last: RunRecord, digest: str) -> tuple[int, int]:
-    """Record a run that repeats ``last`` (under the lease, as any run); its id and exit
-    code."""
+def repeat(job: Job, worker: Worker, last: RunRecord, digest: str) -> tuple[int, int]:
+    """Record, by ``worker`` (under the job's lease, as any run), a run that repeats
+    ``last``; its id and exit code."""
+    state = worker.state
     run_id = state.start_run(job.name, str(job.path))
-    token = state.acquire_lease(job.name, run_id)
-    beat = Heartbeat(state, job.name, token)
-    try:
-        state.note_checks(run_id, last.counts.get(PlanAction.INVALID, 0),
-                          last.counts.get(PlanAction.REFUSED, 0))
-        state.note_inputs(run_id, digest)
-        state.note_lines(run_id, last.lines or ())
-    finally:
-        beat.stop()
-        state.release_lease(job.name, token)
+    worker.started(run_id)
+    state.note_checks(run_id, last.counts.get(PlanAction.INVALID, 0),
+                      last.counts.get(PlanAction.REFUSED, 0))
+    state.note_inputs(run_id, digest)
+    state.note_lines(run_id, last.lines or ())
     code = exit_code(last.counts)
     state.end_run(run_id, code, last.counts, "", last.digest)
     return run_id, code

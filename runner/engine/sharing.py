@@ -6,8 +6,7 @@ caller's clock."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from runner.engine.options import Clock
 from runner.provider import Provider
 from runner.state import StateStore
 
@@ -16,12 +15,12 @@ class SharedRate:
     """A provider client's throttle that takes the job's shared slots."""
 
     def __init__(self, state: StateStore, job_name: str, per_second: float,
-                 options: Any) -> None:
+                 clock: Clock) -> None:
         self.state = state
         self.job_name = job_name
         self.interval = 1.0 / per_second
-        self.clock = options.clock
-        self.sleep = options.sleep
+        self.clock = clock.now
+        self.sleep = clock.sleep
 
     def __call__(self) -> None:
         at = self.state.rate_slot(self.job_name, self.interval, self.clock())
@@ -31,8 +30,8 @@ class SharedRate:
 
 
 def share_rate(provider: Provider, state: StateStore, job_name: str, per_second: float,
-               options: Any) -> None:
+               clock: Clock) -> None:
     """Every client of ``provider`` throttled by the job's shared slots."""
-    shared = SharedRate(state, job_name, per_second, options)
+    shared = SharedRate(state, job_name, per_second, clock)
     for client in provider.clients:
         client.throttle = shared

@@ -23,7 +23,6 @@ worker threads (``runner.engine.phases.each``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,13 +31,12 @@ import tenacity
 
 from runner import lifecycle
 from runner.engine.flow import Entry, Flow
+from runner.engine.options import Clock, RunHooks, RunOptions, Tally
 from runner.engine.pages import PAGE, Pages
 from runner.engine.phases import (
     MISCONFIGURED,
     UNREACHABLE,
     Phase,
-    PhaseStart,
-    Progress,
 )
 from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
@@ -63,31 +61,14 @@ class Ending:
     refused: bool = False  # a plan refused, or the question answered no: no summary
 
 
-@dataclass
-class Share:
-    """What a worker's share is worked with: the run's options, as ``RunOptions`` has them."""
-
-    workers: int
-    confirm: bool
-    confirm_only: bool
-    allow_partial: bool
-    stop: Any  # threading.Event
-    on_progress: Progress | None
-    on_phase: PhaseStart | None
-    clock: Callable[[], float]
-    sleep: Callable[[float], None]
-    started: str  # when the run started (``now_iso``): what was confirmed before is polled
-    confirmed: int = 0  # items this worker sent the money-moving call for
-
-
-def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: bool
-         ) -> Ending:
+def work(job: Job, flow: Flow[Any, Any], pages: Pages, options: RunOptions, hooks: RunHooks,
+         clock: Clock, tally: Tally, retrying: bool) -> Ending:
     problems: list[str] = []
-    workers = max(1, share.workers)
+    workers = max(1, options.workers(job))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
-        phase = Phase(pool, workers, flow, share.stop, share.on_progress, problems,
-                      share.on_phase)
-        if retrying and not share.confirm_only:
+        phase = Phase(pool, workers, flow, clock.stop, hooks.on_progress, problems,
+                      hooks.on_phase)
+        if retrying and not options.confirm_only:
             _retry(flow, phase, pages)
         # A money-moving call in doubt may have moved money already: learn its fate before
         # counting costs for the funds check or leaving it for `runner confirm`. What a
@@ -100,17 +81,17 @@ def work(job: Job, share: Share, flow: Flow[Any, Any], pages: Pages, retrying: b
                 pages.give_up()
                 raise
             pages.hand_on(page, lambda e: e.record.intent != flow.commit_call)
-        ending = _windows(job, share, flow, phase, pages)
+        ending = _windows(job, options, clock, tally, flow, phase, pages)
         if ending is not None:
             return ending
-        _poll(flow, phase, pages, float(job.run.wait_for_final), share)
+        _poll(flow, phase, pages, float(job.run.wait_for_final), clock, tally)
     if MISCONFIGURED in problems:
         return Ending(ExitCode.CONFIGURATION,
                       "the provider refuses runner's credentials, or its certificate is not "
                       "trusted: fix the configuration, then run again to resume")
     if UNREACHABLE in problems:
         return Ending(ExitCode.TRY_LATER, "the provider is unreachable; run again later to resume")
-    if share.stop.is_set():
+    if clock.stop.is_set():
         return Ending(ExitCode.PROBLEMS, "interrupted; run again to resume")
     if pages.unworked:
         return Ending(ExitCode.PROBLEMS,
@@ -138,15 +119,15 @@ def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
         run()
 
 
-def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages
-             ) -> Ending | None:
+def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
+             phase: Phase, pages: Pages) -> Ending | None:
     """Prepare, check the funds for and confirm the items window by window
     (``runner.engine.windows``); an ending when the balances cannot cover the rest."""
-    windows = Windows(share.workers, flow.clock, flow.state.shared)
-    while not share.stop.is_set() and not phase.problems:
+    windows = Windows(options.workers(job), flow.clock, flow.state.shared)
+    while not clock.stop.is_set() and not phase.problems:
         window = pages.next("work", windows.size)
         if window is None:
-            if pages.wait_for_others(share.sleep):
+            if pages.wait_for_others(clock.sleep):
                 continue  # what a worker that died held is taken over when it expires
             # No live claim left: a claim that expired since the look above is taken now.
             window = pages.next("work", windows.size)
@@ -154,13 +135,13 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
                 break
         started = windows.start(window)
         try:
-            ending = _window(job, share, flow, phase, pages, window)
+            ending = _window(job, options, clock, tally, flow, phase, pages, window)
         except BaseException:
             pages.give_up()
             raise
         finally:
             windows.end(window, started)
-        if share.stop.is_set() or phase.problems:  # the window may be unfinished
+        if clock.stop.is_set() or phase.problems:  # the window may be unfinished
             pages.give_up()
             break
         pages.done(window)
@@ -172,60 +153,62 @@ def _windows(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: 
     return None
 
 
-def _window(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
-            window: list[Entry[Any]]) -> Ending | None:
+def _window(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
+            phase: Phase, pages: Pages, window: list[Entry[Any]]) -> Ending | None:
     lost = [e for e in window if e.record.intent == flow.commit_call]
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
     try:
-        return _confirmed(job, share, flow, phase, pages, window)
+        return _confirmed(job, options, clock, tally, flow, phase, pages, window)
     finally:  # answers not recorded with a confirm's intent are recorded now
         phase.close(window)
 
 
-def _confirmed(job: Job, share: Share, flow: Flow[Any, Any], phase: Phase, pages: Pages,
-               window: list[Entry[Any]]) -> Ending | None:
+def _confirmed(job: Job, options: RunOptions, clock: Clock, tally: Tally,
+               flow: Flow[Any, Any], phase: Phase, pages: Pages, window: list[Entry[Any]]
+               ) -> Ending | None:
     """Prepare, check the funds for and confirm the window. The answer of each item's last
     call before its confirm (its creation) is recorded with the confirm's intent, in one
     transaction: 4 per item, not 5 (a run that dies in between leaves the creation in
     doubt, looked up by the next run before anything is sent for the item)."""
-    if not share.confirm_only:
+    confirm = options.confirms(job)
+    if not options.confirm_only:
         phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
-                  hold=share.confirm)
+                  hold=confirm)
     rest = flow.state.take_rest(job.name, pages.estimates(window))
     ready = [e for e in window
              if flow.ready(e) and lifecycle.state(e.record) in lifecycle.SENDABLE]
-    if not share.confirm:
+    if not confirm:
         for e in ready:
             flow.move(e, lifecycle.withheld(e.record))
         return None
-    if not ready or share.stop.is_set() or phase.problems:
+    if not ready or clock.stop.is_set() or phase.problems:
         return None
     try:
         short = shortfall(flow, ready, rest)
     except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
         phase.stopped(exc)
         return None
-    if short and not share.allow_partial:
+    if short and not options.allow_partial:
         # Exit 4 says nothing was confirmed; after some was (the estimates fell short of
         # what the quotations cost, or the balance moved), the batch is left part paid: 1.
-        more = "more " if share.confirmed else ""
-        return Ending(ExitCode.PROBLEMS if share.confirmed else ExitCode.FUNDS_SHORT,
+        more = "more " if tally.confirmed else ""
+        return Ending(ExitCode.PROBLEMS if tally.confirmed else ExitCode.FUNDS_SHORT,
                       f"{short}: funds short; nothing {more}was confirmed (--allow-partial "
                       f"confirms what the balance covers)", short)
     phase.run(flow.commit_call, flow.commit, ready)
-    share.confirmed += len(ready)
+    tally.confirmed += len(ready)
     return None
 
 
-def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: Share
-          ) -> None:
+def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, clock: Clock,
+          tally: Tally) -> None:
     """Follow what is confirmed to its final status, for ``wait`` seconds at most, in
     passes over the confirmed items. With 0, what this run confirmed is not read (it stays
     pending for the next run), but what earlier runs confirmed is read once: else it would
     never be followed."""
-    before = share.started if wait <= 0 else None
-    deadline = share.clock() + wait
+    before = tally.started if wait <= 0 else None
+    deadline = clock.now() + wait
     # Workers of one round share its passes. One that polled and died may have left a poll
     # pass walked past items confirmed after it went by: this worker starts them again (at
     # worst another live worker reads some statuses twice).
@@ -237,11 +220,11 @@ def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, share: 
                                before=before):
             phase.run("poll", flow.poll, page)
             waiting = waiting or any(e.record.step != Step.FINAL for e in page)
-        remaining = deadline - share.clock()
+        remaining = deadline - clock.now()
         if not waiting or remaining <= 0:
             return
         rounds += 1
-        share.sleep(min(poll_wait(rounds), remaining))
+        clock.sleep(min(poll_wait(rounds), remaining))
 
 
 def poll_wait(polls: int) -> float:

@@ -5,19 +5,19 @@ rows it hands out (``ItemRecord``, ``AttemptRecord``, ``RunRecord``), ``history`
 failed item's retries and a run's approval. It runs its queries through a connector
 (``connector``): ``sqlite``, the default backend, one SQLite file; ``postgres``, a
 PostgreSQL database that several hosts share (``locations``: which), each with its SQL in
-its own dialect (``sql/sqlite.sql``, ``sql/postgresql.sql``). ``open_store`` picks the
-backend for a location (``empty_store``: nothing, in memory).
+its own dialect (``sql/sqlite.sql``, ``sql/postgresql.sql``). ``open_state`` picks the
+backend for a location (``empty_store``: nothing, in memory); a command opens it once and
+hands it down. A run works a job as a ``Worker`` of it (``StateStore.join``), which holds
+the job's lease on the state's connection.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 from runner.errors import StateMissing
 from runner.state.history import Approval, EarlierPaid, RetryRecord, Signer, derived_ref
-from runner.state.locations import StateLocation, check_url, is_database_url, parse_location
+from runner.state.locations import StateLocation, check_url, parse_location
 from runner.state.records import (
     AttemptRecord,
     ItemChanges,
@@ -26,29 +26,28 @@ from runner.state.records import (
     RunRecord,
     WorkLeft,
 )
-from runner.state.store import LEASE_TTL, StateStore, now_iso
+from runner.state.store import CLAIM_TTL, LEASE_TTL, StateStore, Worker, now_iso
 
 
-def open_store(location: StateLocation, *, create: bool = True) -> StateStore:
-    """The state store at ``location`` (a SQLite file, created with its folder if new; or a
-    PostgreSQL database, its tables created if new; text is read as ``--state`` is); with
-    ``create`` False a missing one is StateMissing, for the commands that only read."""
-    if isinstance(location, str):  # read as --state reads it: a database, or a path
-        location = parse_location(location)
-    if is_database_url(location):
+def open_state(where: StateLocation | Path | str, *, create: bool = True) -> StateStore:
+    """The state at ``where`` (a SQLite file, created with its folder if new; or a
+    PostgreSQL database, its tables created if new; a path is a file, text is read as
+    ``--state`` is); with ``create`` False a missing one is StateMissing, for the commands
+    that only read."""
+    location = StateLocation.of(where)
+    if location.conninfo is not None:
         from runner.extras import require
 
         require("postgresql", "a state in PostgreSQL (--state postgresql://...)")
         from runner.state.postgres import PostgresStore
 
-        assert isinstance(location, str)
-        check_url(location)
-        return PostgresStore(location, location, create=create)
-    location = Path(location)
-    if not create and not location.is_file():
-        raise StateMissing(f"{location}: no state database here (nothing has run with this "
-                           f"--state yet?)")
-    return _sqlite_store(location)
+        check_url(location.conninfo)
+        return PostgresStore(location.conninfo, location.shown, create=create)
+    assert location.path is not None
+    if not create and not location.path.is_file():
+        raise StateMissing(f"{location.path}: no state database here (nothing has run with "
+                           f"this --state yet?)")
+    return _sqlite_store(location.path)
 
 
 def empty_store() -> StateStore:
@@ -64,15 +63,8 @@ def _sqlite_store(path: Path | None) -> StateStore:
     return StateStore(connector, SoleLease(connector, path))
 
 
-@contextlib.contextmanager
-def hold_lease(location: StateLocation, job_name: str) -> Iterator[None]:
-    """The job's lease at ``location``, held from now until the end of the block (see
-    ``StateStore.hold_lease``); LeaseHeld when another live run has it."""
-    with open_store(location) as store, store.hold_lease(job_name):
-        yield
-
-
 __all__ = [
+    "CLAIM_TTL",
     "LEASE_TTL",
     "Approval",
     "AttemptRecord",
@@ -86,9 +78,10 @@ __all__ = [
     "StateLocation",
     "StateStore",
     "WorkLeft",
+    "Worker",
     "derived_ref",
     "empty_store",
-    "hold_lease",
     "now_iso",
-    "open_store",
+    "open_state",
+    "parse_location",
 ]

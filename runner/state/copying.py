@@ -19,11 +19,11 @@ from runner.state.pg_schema import expected_tables
 def copy_state(source: StateLocation, target: StateLocation) -> dict[str, int]:
     """Copy every row of ``source`` (which must exist) into the empty ``target`` (made if
     new); how many rows each table had."""
-    from runner.state import open_store
+    from runner.state import open_state
 
     tables = expected_tables()
-    with open_store(source, create=False) as src:
+    with open_state(source, create=False) as src:
         src.require_idle()  # before the target is opened: a refused copy makes nothing
-        with open_store(target) as dst:
+        with open_state(target) as dst:
             dst.require_empty(tables)
             return dst.load(src.dump(tables))

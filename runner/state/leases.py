@@ -1,5 +1,5 @@
-"""Who runs a job now: the job's lease (rule 6), its heartbeat, and the job's steps that
-its workers share, in two siblings, one per backend.
+"""Who runs a job now: the job's lease (rule 6), held by a ``Worker`` with its heartbeat,
+and the job's steps that its workers share, in two siblings, one per backend.
 
 - ``SoleLease`` (SQLite): one run at a time works a job. A second is refused (LeaseHeld,
   exit 75) while the first is alive: its heartbeat is fresh, its PID lives where the PID
@@ -10,33 +10,84 @@ its workers share, in two siblings, one per backend.
   (``worker_leases``), so that the runs' states and the pages' shares see them all. A job's
   step is done under a lock held across its block (``PostgresConnector.session_lock``).
 
-A lease taken ahead of its run (``StateStore.hold_lease``: the CLI takes it before the
-embedded sandbox starts) is taken over by that run instead of refusing it.
+``StateStore.join`` makes the ``Worker``: it takes the lease as the block starts (the CLI
+joins before the embedded sandbox starts, so that a second run is refused at once), names
+the run it works once the run has begun (``Worker.started``), keeps the lease and its claims
+fresh from one thread, and gives the lease back as the block ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import LeaseHeld, StateError
 from runner.logs import event
 from runner.state.connector import Connector, Row, Tx
-from runner.state.holders import LEASE_TTL, JobLock, alive, this_process
+from runner.state.holders import LEASE_TTL, JobLock, alive, this_process, worker_name
 
 if TYPE_CHECKING:
     from runner.state.postgres import PostgresConnector
+    from runner.state.store import StateStore
 
 log = logging.getLogger("runner")
-# The job locks this process holds, by lease token (``holders.JobLock``): a lease taken
-# ahead of its run (``hold_lease``) and taken over by it is released by either.
-_LOCKS: dict[str, JobLock] = {}
+# A worker's claims on items last this long without its heartbeat.
+CLAIM_TTL = LEASE_TTL
+
+
+class Worker:
+    """This process working one job (``StateStore.join``): the job's lease (rule 6), taken
+    as the block starts (LeaseHeld when another live run holds it alone), kept fresh with
+    the worker's claims by one heartbeat thread, and given back as the block ends, on the
+    connection of ``state``, which the run works with. ``name`` names its claims on items;
+    ``claim_ttl`` is how long one lasts without a heartbeat."""
+
+    def __init__(self, state: StateStore, job_name: str, claim_ttl: float) -> None:
+        self.state = state
+        self.leases = state.leases
+        self.job_name = job_name
+        self.name = worker_name()
+        self.claim_ttl = claim_ttl
+        self.run_id: int | None = None
+        self._token = ""
+        self._lock: JobLock | None = None
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._keep_fresh, daemon=True, name="heartbeat")
+
+    def __enter__(self) -> Worker:
+        self._token, self._lock = self.leases.acquire(self.job_name)
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._beat.join()
+        try:
+            self.leases.release(self.job_name, self._token)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    def started(self, run_id: int) -> None:
+        """The lease names the run this worker works (until now: "starting")."""
+        self.leases.started(self.job_name, self._token, run_id)
+        self.run_id = run_id
+
+    def _keep_fresh(self) -> None:
+        while not self._stop.wait(min(LEASE_TTL, self.claim_ttl) / 3):
+            self.leases.heartbeat(self.job_name, self._token)
+            try:
+                self.state.refresh_claims(self.job_name, self.name, self.claim_ttl)
+            except StateError as exc:  # the run's next write meets it, and says so
+                log.warning("the claims of %s could not be refreshed: %s", self.job_name, exc,
+                            extra=event("claims_not_refreshed"))
 
 
 class Leases(ABC):
@@ -67,9 +118,10 @@ class Leases(ABC):
 
     def release(self, job_name: str, token: str) -> None:
         self.db.write(self.db.sql("release_lease"), job_name=job_name, token=token)
-        lock = _LOCKS.pop(token, None)
-        if lock is not None:
-            lock.release()
+
+    def started(self, job_name: str, token: str, run_id: int) -> None:
+        self.db.write(self.db.sql("lease_run"), run_id=run_id, now=time.time(),
+                      job_name=job_name, token=token)
 
     def current(self, job_name: str) -> Row | None:
         """The job's lease (its run and heartbeat), if any."""
@@ -77,9 +129,10 @@ class Leases(ABC):
         return leases[0] if leases else None
 
     @abstractmethod
-    def acquire(self, job_name: str, run_id: int, held_here: Collection[str]) -> str:
-        """Take the job's lease (a token), or raise LeaseHeld when a live run has it (and
-        runs alone); one in ``held_here`` (taken ahead by this process) is taken over."""
+    def acquire(self, job_name: str) -> tuple[str, JobLock | None]:
+        """Take the job's lease for a run starting (its token, and the job's lock file
+        taken with it, if any), or raise LeaseHeld when a live run has it (and runs
+        alone)."""
 
     @abstractmethod
     def step(self, job_name: str, step: str) -> contextlib.AbstractContextManager[None]:
@@ -89,15 +142,11 @@ class Leases(ABC):
 class SoleLease(Leases):
     """The lease of a SQLite state: one run per job."""
 
-    def acquire(self, job_name: str, run_id: int, held_here: Collection[str]) -> str:
+    def acquire(self, job_name: str) -> tuple[str, JobLock | None]:
         sql = self.db.sql
 
-        def work(tx: Tx) -> str:
+        def work(tx: Tx) -> tuple[str, JobLock | None]:
             rows = tx.read(sql("lease_held"), job_name=job_name)
-            if rows and rows[0]["token"] in held_here:  # taken ahead, for this run
-                tx.write(sql("take_over_lease"), run_id=run_id, now=time.time(),
-                         job_name=job_name)
-                return str(rows[0]["token"])
             lock = self._lock(job_name)
             taken = lock.take() if lock is not None else None
             if taken is False or (rows and alive(rows[0], taken)):
@@ -106,12 +155,15 @@ class SoleLease(Leases):
                 raise held(job_name, rows[0] if rows else None)
             token = uuid.uuid4().hex
             me = this_process()
-            tx.write(sql("take_lease"), job_name=job_name, run_id=run_id, host=me.host,
-                     pid=me.pid, token=token, now=time.time(), boot_id=me.boot_id,
-                     pid_ns=me.pid_ns, locked=int(bool(taken)))
-            if lock is not None and taken:
-                _LOCKS[token] = lock
-            return token
+            try:
+                tx.write(sql("take_lease"), job_name=job_name, run_id=0, host=me.host,
+                         pid=me.pid, token=token, now=time.time(), boot_id=me.boot_id,
+                         pid_ns=me.pid_ns, locked=int(bool(taken)))
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                raise
+            return token, lock if taken else None
         return self.db.transaction(work)
 
     @contextlib.contextmanager
@@ -129,34 +181,25 @@ class SharedLeases(Leases):
         super().__init__(db)
         self.pg = db
 
-    def acquire(self, job_name: str, run_id: int, held_here: Collection[str]) -> str:
+    def acquire(self, job_name: str) -> tuple[str, JobLock | None]:
         """The job's lease; a live holder does not refuse this run (the workers share the
         job): it gets a lease of its own in ``worker_leases``."""
         sql = self.db.sql
 
-        def work(tx: Tx) -> str:
+        def work(tx: Tx) -> tuple[str, JobLock | None]:
             tx.write(sql("forget_dead_workers"), job_name=job_name,
                      alive=time.time() - LEASE_TTL)
-            ours = tx.read(sql("worker_lease_held"), job_name=job_name, tokens=list(held_here))
-            if ours:  # taken ahead, for this run
-                tx.write(sql("take_over_worker_lease"), run_id=run_id, now=time.time(),
-                         token=ours[0]["token"])
-                return str(ours[0]["token"])
             rows = tx.read(sql("lease_held"), job_name=job_name)
-            if rows and rows[0]["token"] in held_here:
-                tx.write(sql("take_over_lease"), run_id=run_id, now=time.time(),
-                         job_name=job_name)
-                return str(rows[0]["token"])
             token = uuid.uuid4().hex
             me = this_process()
             lease: dict[str, Any] = dict(
-                job_name=job_name, run_id=run_id, host=me.host, pid=me.pid, token=token,
+                job_name=job_name, run_id=0, host=me.host, pid=me.pid, token=token,
                 now=time.time(), boot_id=me.boot_id, pid_ns=me.pid_ns, locked=0)
             if rows and self.alive(rows[0]):
                 tx.write(sql("take_worker_lease"), **lease)
             else:
                 tx.write(sql("take_lease"), **lease)
-            return token
+            return token, None
         return self.db.transaction(work, lock=f"runner:lease:{job_name}")
 
     @contextlib.contextmanager

@@ -14,8 +14,8 @@ A location never carries a password: a URL or a connection string that does (``u
 ``?password=``, ``password=``, ``sslpassword=``) is refused (``BadStateLocation``, exit 2)
 rather than cleaned, because by then it is already in a shell's history, a crontab or the
 process list; libpq reads the password from ``PGPASSWORD`` or ``~/.pgpass`` instead. No
-message repeats a refused location. The location, password-free, is what messages, plan
-files and the state call the state (``location_text``).
+message repeats a refused location. The location, password-free, is what messages show
+(``StateLocation.shown``) and what plan files record (``location_text``).
 
 ``planned_location``: a plan is applied on the state it was made on; another one named is
 refused.
@@ -24,12 +24,13 @@ refused.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from runner.errors import BadStateLocation
 
 SCHEMES = ("postgresql://", "postgres://")
-StateLocation = Path | str  # a path, or a PostgreSQL URL or connection string (text)
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _KEYWORD = re.compile(r"\s*[A-Za-z_]+\s*=")
@@ -38,9 +39,43 @@ _SECRET_KEYS = ("password", "sslpassword")
 _FORM = "postgresql://USER@HOST:PORT/DB"
 
 
-def is_database_url(location: StateLocation) -> bool:
-    """True for a PostgreSQL location (a URL or a connection string), False for a file."""
-    return isinstance(location, str)
+@dataclass(frozen=True)
+class StateLocation:
+    """Where the state is: a SQLite file (``path``), or a PostgreSQL database (``conninfo``:
+    a URL or a libpq connection string, checked to hold no password). Made by
+    ``parse_location`` (text, as ``--state`` gives it), ``sqlite`` or ``of``."""
+
+    kind: Literal["sqlite", "postgresql"]
+    path: Path | None = None
+    conninfo: str | None = None
+
+    @classmethod
+    def sqlite(cls, path: Path) -> StateLocation:
+        return cls("sqlite", path=path)
+
+    @classmethod
+    def of(cls, where: StateLocation | Path | str) -> StateLocation:
+        """``where`` as a location: a path is a SQLite file; text is read as ``--state``
+        reads it."""
+        if isinstance(where, StateLocation):
+            return where
+        if isinstance(where, Path):
+            return cls.sqlite(where)
+        return parse_location(where)
+
+    @property
+    def folder(self) -> Path | None:
+        """The SQLite file's folder (None: a database)."""
+        return self.path.parent if self.path is not None else None
+
+    @property
+    def shown(self) -> str:
+        """How messages name it: the path as given, or the database's URL or connection
+        string (which holds no password)."""
+        return str(self.path) if self.path is not None else str(self.conninfo)
+
+    def __str__(self) -> str:
+        return self.shown
 
 
 def parse_location(text: str, source: str = "--state") -> StateLocation:
@@ -54,7 +89,7 @@ def parse_location(text: str, source: str = "--state") -> StateLocation:
     stripped = text.strip()
     if stripped.startswith(SCHEMES) or _KEYWORD.match(stripped):
         check_url(stripped, source)
-        return stripped
+        return StateLocation("postgresql", conninfo=stripped)
     scheme = _SCHEME.match(stripped)
     if scheme:
         raise BadStateLocation(f"{source}: a {scheme[0]} URL is not a state runner knows: "
@@ -63,12 +98,12 @@ def parse_location(text: str, source: str = "--state") -> StateLocation:
     if "://" in text:
         raise BadStateLocation(f"{source}: a URL runner does not know; give a SQLite file "
                                f"path or {_FORM}")
-    return Path(text)
+    return StateLocation.sqlite(Path(text))
 
 
 def check_url(url: str, source: str = "--state") -> None:
     """Refuse a URL or connection string libpq cannot parse, or one holding a password;
-    never echo it. Without the PostgreSQL extra the check waits for ``open_store``, which
+    never echo it. Without the PostgreSQL extra the check waits for ``open_state``, which
     names the extra (and opens nothing)."""
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -90,21 +125,21 @@ def check_url(url: str, source: str = "--state") -> None:
 def location_text(location: StateLocation) -> str:
     """The location as a plan file records it: a file as an absolute path; a database as
     given, checked again to hold no password."""
-    if isinstance(location, Path):
-        return str(location.resolve())
-    check_url(location)
-    return location
+    if location.path is not None:
+        return str(location.path.resolve())
+    check_url(location.shown)
+    return location.shown
 
 
 def same_location(a: StateLocation, b: StateLocation) -> bool:
     """Whether two locations name the same state: one file (after resolving links), or the
     same connection settings however written."""
-    if isinstance(a, Path) and isinstance(b, Path):
-        return a.resolve() == b.resolve()
-    if isinstance(a, str) and isinstance(b, str):
+    if a.path is not None and b.path is not None:
+        return a.path.resolve() == b.path.resolve()
+    if a.conninfo is not None and b.conninfo is not None:
         from psycopg.conninfo import conninfo_to_dict
 
-        return bool(conninfo_to_dict(a) == conninfo_to_dict(b))
+        return bool(conninfo_to_dict(a.conninfo) == conninfo_to_dict(b.conninfo))
     return False
 
 

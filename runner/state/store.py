@@ -1,7 +1,8 @@
 """The state store's interface: every read and write of runner's own state goes through it.
 
 The engine commits an item's intent before each non-idempotent call and the outcome after
-(exactly-once rule 2), takes the job's lease (rule 6), and asks who else holds an
+(exactly-once rule 2), works a job as one of its workers (``join``: the job's lease,
+rule 6), and asks who else holds an
 external_id (rule 7); the validation asks what operations were already sent; the summary
 reads items and the latest run. Nothing outside ``runner.state`` writes SQL.
 
@@ -19,17 +20,16 @@ survives the process being killed.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, ClassVar, Unpack
+from typing import Any, Unpack
 
 from runner.errors import LeaseHeld, StateError
 from runner.state.connector import Connector, Row
 from runner.state.history import Approval, RetryRecord
 from runner.state.holders import LEASE_TTL
 from runner.state.items import ItemBook
-from runner.state.leases import Leases
+from runner.state.leases import CLAIM_TTL, Leases, Worker
 from runner.state.passes import PlanBook
 from runner.state.payees import PayeeBook
 from runner.state.records import (
@@ -47,15 +47,11 @@ from runner.state.records import (
 from runner.state.runs import RunBook
 from runner.state.workers import Workers
 
-__all__ = ["LEASE_TTL", "StateStore", "now_iso"]
+__all__ = ["CLAIM_TTL", "LEASE_TTL", "StateStore", "Worker", "now_iso"]
 
 
 class StateStore:
     """Thread-safe: the engine's workers share one store."""
-
-    #: The leases this process took ahead of its run (``hold_lease``): its run takes them
-    #: over (``acquire_lease``) instead of being refused by them.
-    held_here: ClassVar[set[str]] = set()
 
     def __init__(self, db: Connector, leases: Leases) -> None:
         self.db = db
@@ -156,40 +152,12 @@ class StateStore:
         the latest started (a start refused by the lease leaves a run with no end)."""
         return self._runs.latest_run(job_name)
 
-    def acquire_lease(self, job_name: str, run_id: int) -> str:
-        """Take the job's lease (a token), or raise LeaseHeld when a live run has it."""
-        return self.leases.acquire(job_name, run_id, StateStore.held_here)
-
-    def heartbeat(self, job_name: str, token: str) -> None:
-        """Refresh the lease; best effort, from a thread of its own: a failure is logged,
-        never raised (the run's next write meets the same fault and ends the run)."""
-        self.leases.heartbeat(job_name, token)
-
-    @contextlib.contextmanager
-    def hold_lease(self, job_name: str) -> Iterator[None]:
-        """The job's lease, taken now and kept fresh until the run takes it over: so that a
-        second run, started while this one starts (the embedded sandbox, the job's checks),
-        is refused at once (LeaseHeld) rather than after its own start."""
-        token = self.acquire_lease(job_name, 0)
-        StateStore.held_here.add(token)
-        stop = threading.Event()
-
-        def keep_fresh() -> None:
-            while not stop.wait(LEASE_TTL / 3):
-                self.heartbeat(job_name, token)
-
-        fresh = threading.Thread(target=keep_fresh, daemon=True, name="lease-hold")
-        fresh.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            fresh.join()
-            StateStore.held_here.discard(token)
-            self.release_lease(job_name, token)
-
-    def release_lease(self, job_name: str, token: str) -> None:
-        self.leases.release(job_name, token)
+    def join(self, job_name: str, claim_ttl: float = CLAIM_TTL) -> Worker:
+        """This process as a worker of the job, for the block it is entered in: the job's
+        lease taken as the block starts (LeaseHeld when a live run holds it alone), kept
+        fresh with the worker's claims (lasting ``claim_ttl`` seconds without a heartbeat)
+        until the block ends (``runner.state.leases.Worker``)."""
+        return Worker(self, job_name, claim_ttl)
 
     # ------------------------------------------------------------ items
     def item(self, external_id: str) -> ItemRecord | None:

@@ -17,7 +17,6 @@ from runner.summary.reports import (
     Rendered,
     conclude,
     email_summary,
-    load_summary,
     render_all,
     summary_of,
 )
@@ -32,7 +31,6 @@ __all__ = [
     "check_summary",
     "conclude",
     "email_summary",
-    "load_summary",
     "render_all",
     "status_lines",
     "summary_of",

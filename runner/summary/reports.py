@@ -24,7 +24,7 @@ from pathlib import Path
 from runner.errors import EmailNotSent, FileNotWritten, SummaryError
 from runner.job import Job
 from runner.logs import event
-from runner.state import StateLocation, StateStore, open_store
+from runner.state import StateStore
 from runner.state.files import private_folder, replacing, write_private
 from runner.summary.items_csv import write_csv
 from runner.summary.mail import compose, send, should_send
@@ -64,12 +64,6 @@ def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summar
     return build_summary(store, job.name, secrets=job.secrets(), notes=notes)
 
 
-def load_summary(job: Job, state_path: StateLocation) -> Summary:
-    """The job's summary from the state at ``state_path``, which must exist."""
-    with open_store(state_path, create=False) as store:  # StateMissing (exit 2) if not
-        return summary_of(job, store)
-
-
 def render_all(summary: Summary, templates: Templates, csv_file: Path,
                report: bool = False) -> Rendered:
     """Every form of ``summary``, its CSV already written to ``csv_file`` (``write_items``);
@@ -101,12 +95,13 @@ def report_base(summary: Summary, folder: Path) -> Path:
 
 
 def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
-             state_path: StateLocation | None = None) -> Delivery:
+             state: StateStore | None = None) -> Delivery:
     """The end of a run: the summary written to ``folder`` (CSV first, as it needs no
     template), then emailed when the job asks; an email failure is logged and returned.
     A summary that says what the previous run's said is not written again, and one that
-    says what the last emailed said is not mailed; a mailed one is marked so in the state
-    at ``state_path``."""
+    says what the last emailed said is not mailed; a mailed one is marked so in ``state``
+    (the run's, open), which the CSV's items are read from (by default the store the
+    summary was built from)."""
     email = job.summary.email if job.summary else None
     mail = email is not None and should_send(email, summary)
     if summary.run is not None and not summary.run.changed and not mail:
@@ -114,7 +109,7 @@ def conclude(job: Job, templates: Templates, summary: Summary, folder: Path,
                  "mailed again (`runner report` shows it)", extra=event("summary_unchanged"))
         return Delivery([])
     with contextlib.ExitStack() as stack:
-        store = None if state_path is None else stack.enter_context(open_store(state_path))
+        store = state
         if summary.run is not None and not summary.run.changed:
             # Unchanged, but the last change was never mailed (its email failed): mail it.
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))

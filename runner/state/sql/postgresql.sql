@@ -125,21 +125,17 @@ FROM worker_leases;
 -- forget_dead_workers --
 DELETE FROM worker_leases WHERE job_name = %(job_name)s AND heartbeat_at < %(alive)s;
 
--- worker_lease_held --
--- A worker's lease of the job that this process took ahead of its run.
-SELECT token FROM worker_leases WHERE job_name = %(job_name)s AND token = ANY(%(tokens)s);
-
--- take_over_worker_lease --
-UPDATE worker_leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE token = %(token)s;
-
 -- take_worker_lease --
 INSERT INTO worker_leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns)
 VALUES (%(job_name)s, %(run_id)s, %(host)s, %(pid)s, %(token)s, %(now)s, %(boot_id)s,
         %(pid_ns)s);
 
--- take_over_lease --
--- A lease taken ahead of its run (hold_lease), now the run's.
-UPDATE leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE job_name = %(job_name)s;
+-- lease_run --
+-- The run a lease's worker works, once it has begun (the lease is taken as it starts).
+WITH job AS (
+    UPDATE leases SET run_id = %(run_id)s, heartbeat_at = %(now)s
+    WHERE job_name = %(job_name)s AND token = %(token)s)
+UPDATE worker_leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE token = %(token)s;
 
 -- take_lease --
 INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked)

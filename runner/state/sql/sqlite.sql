@@ -113,9 +113,10 @@ UNION ALL
 SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked
 FROM worker_leases;
 
--- take_over_lease --
--- A lease taken ahead of its run (hold_lease), now the run's.
-UPDATE leases SET run_id = :run_id, heartbeat_at = :now WHERE job_name = :job_name;
+-- lease_run --
+-- The run a lease's worker works, once it has begun (the lease is taken as it starts).
+UPDATE leases SET run_id = :run_id, heartbeat_at = :now
+WHERE job_name = :job_name AND token = :token;
 
 -- take_lease --
 INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id,
