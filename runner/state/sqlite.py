@@ -44,7 +44,7 @@ sqlite3.register_adapter(Decimal, str)
 sqlite3.register_adapter(list, json.dumps)
 
 # How long a write waits for another process's write to end. A run's own writes are short;
-# a second run refused by the lease waits for none of this (``hold_lease``).
+# a second run refused by the lease waits for none of this (``StateStore.join``).
 LOCK_WAIT = 10.0
 
 
