@@ -53,10 +53,10 @@ def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
         result = cli(command[0], str(job), "--state", str(state), *command[1:])
         assert (result.exit_code, out_lines(result), err_lines(result)) == (2, [], refusal), \
             command
-    with pytest.raises(NeedsApproval):  # the library too, whoever calls it
+    assert not state.exists()  # refused before the state was opened
+    with pytest.raises(NeedsApproval):  # the library too, whoever calls it (and opens it)
         run(job, state)
     assert posts(adm) == {}
-    assert not state.exists()  # refused before the state was opened
     # What sends nothing still goes.
     dry = cli("run", str(job), "--state", str(state), "--dry-run")
     assert dry.exit_code == 0 and out_lines(dry)[-1] == "a run would pay 3 item(s): EUR 60.00"
