@@ -107,7 +107,11 @@ that say "later" (no answer, 429, 503, a 5xx or an answer runner cannot read, af
 retry) exit 75, nothing having been sent, and those of the configuration 78, as a run's own
 stop does; the rest (a refusal) 1. ``down`` says which errors stop a run, or the payee
 checks, rather than fail the one item, and ``stopping`` what they stop it with
-(``ProviderDown`` 75, ``ProviderMisconfigured`` 78).
+(``ProviderDown`` 75, ``ProviderMisconfigured`` 78); ``stop_if_down`` raises it. A plan's
+or a validation's reads and dry runs that are no item's (the catalogue, the balances, the
+dry-run quotations, the fee estimates) are retried as a run's calls are, and stop the
+command by the same rule, nothing paid; only the provider's refusal of one row's
+quotation is that row's problem.
 """
 
 from __future__ import annotations
@@ -553,12 +557,16 @@ class PayRefused(PayAnswered, BusinessRefusal):
     Refused."""
 
 
-def down(error: ProviderError) -> bool:
+def down(error: ProviderError, *, read: bool = False) -> bool:
     """Whether ``error`` stops the run (or the check, or the command) rather than fail the
     one item it was about: the provider cannot be reached, says "later" after every retry,
-    or cannot be used as configured (credentials, certificate)."""
+    or cannot be used as configured (credentials, certificate). With ``read`` (a read or a
+    dry run that is no item's: a plan's or a validation's catalogue, balances, dry-run
+    quotations, fee estimates), an answer still in doubt after every retry (a 5xx, one
+    runner cannot read) is "later" too: what it asked moves no money, and says nothing of
+    a row."""
     return isinstance(error, ProviderConnectionError | ConfigurationError) or \
-        error.retry is Retry.SAFE
+        error.retry is Retry.SAFE or (read and error.retry is Retry.LOOKUP)
 
 
 def stopping(error: ProviderError, doing: str = "") -> ProviderDown:
@@ -568,3 +576,11 @@ def stopping(error: ProviderError, doing: str = "") -> ProviderDown:
     if isinstance(error, ConfigurationError):
         return ProviderMisconfigured(said)
     return ProviderDown(said)
+
+
+def stop_if_down(error: ProviderError, doing: str, *, read: bool = False) -> None:
+    """Raise what stops the run or the command (``stopping``) when ``error`` is one that
+    ``down`` says stops it; else return, and the caller makes ``error`` the item's (a
+    finding, a row's problem, a refusal)."""
+    if down(error, read=read):
+        raise stopping(error, doing) from error

@@ -83,9 +83,10 @@ def test_credentials_refused_mid_run_stop_it_with_exit_78_and_nothing_failed(
 
 def test_an_answer_runner_cannot_read_outside_a_run_ends_the_command_with_75(
         sandbox_factory: Any, tmp_path: Path) -> None:
-    """validate and plan read the balances for no item: a page (a portal's, a proxy's) in
-    place of their JSON after every retry, or the provider's 500, is no item failing (exit
-    1) but "try later": exit 75, one line, nothing sent."""
+    """validate and plan read the balances for no item, retried as a run's reads are: a
+    page (a portal's, a proxy's) in place of their JSON after every retry, or the
+    provider's 500, is no item failing (exit 1) but "try later": exit 75, one line saying
+    what was read, nothing sent."""
     sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
     page = next(odd for odd in odd_answers() if odd.name == "html")
     state = str(tmp_path / "s.sqlite")
@@ -93,16 +94,15 @@ def test_an_answer_runner_cannot_read_outside_a_run_ends_the_command_with_75(
         job = write_job(tmp_path, proxy.url, max_wait="0.01")
         validated = cli("validate", str(job), "--state", state)
         planned = cli("plan", str(job), "--state", state, "--verify")
-    unread = "an unexpected answer: HTTP 200 text/html, not the application/json asked for " \
-             f"(GET {MT}/balances)"
-    assert (validated.exit_code, validated.stdout, err_lines(validated)) == (
-        75, "", [f"error: {unread}"])
-    assert (planned.exit_code, planned.stdout, err_lines(planned)) == (
-        75, "", [f"error: lookup failed: {unread}"])
-    assert sum(c.rewritten for c in proxy.calls) == 4  # validate's one, the plan's 3 tries
+    unread = "error: reading the balances of the payer account failed: an unexpected " \
+             f"answer: HTTP 200 text/html, not the application/json asked for (GET {MT}/balances)"
+    assert (validated.exit_code, validated.stdout, err_lines(validated)) == (75, "", [unread])
+    assert (planned.exit_code, planned.stdout, err_lines(planned)) == (75, "", [unread])
+    assert sum(c.rewritten for c in proxy.calls) == 6  # 3 tries each (run.retry.attempts)
     Admin(sandbox.url).faults({"balances": {"error_rate": 1}})
     failed = cli("validate", str(write_job(tmp_path, sandbox, max_wait="0.01")), "--state",
                  state)
     assert (failed.exit_code, err_lines(failed)) == (75, [
-        f"error: 1009001 Unexpected error, contact support (GET {MT}/balances)"])
+        "error: reading the balances of the payer account failed: 1009001 Unexpected error, "
+        f"contact support (GET {MT}/balances)"])
     assert created(sandbox) == confirmed(sandbox) == {}

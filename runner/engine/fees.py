@@ -15,7 +15,10 @@ straight line through the two sampled fees gives every item's fee between them (
 all items are the same amount, or the fee is taken as growing with the amount no faster
 than in proportion, an upper bound). ``MARGIN`` is added to each group's estimate, and a
 cent per item for the rounding of each fee. A group whose samples the provider refuses (an
-inactive payer) is left unestimated and said so: its items will be refused too.
+inactive payer) is left unestimated and said so: its items will be refused too. A provider
+that cannot answer them (unreachable, "later" or in doubt after every retry, the
+configuration refused) stops the plan, or the run, before anything is paid (75, 78:
+``runner.errors.down``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
-from runner.errors import ConfigurationError, ProviderHTTPError
+from runner.errors import ProviderError, stop_if_down
 from runner.job import ValidItem
 from runner.kinds import Price
 
+STOPPED = "the fee estimates stopped before anything was paid"
 MARGIN = Decimal("0.02")  # on top of the fees estimated, with a cent per item
 CENT = Decimal("0.01")
-Quote = Callable[[ValidItem, str], Price]  # a kind's dryrun quotation of one item
+# A kind's dryrun quotation of one item, asked as the run's policy retries its calls.
+Quote = Callable[[ValidItem, str], Price]
 
 
 @dataclass
@@ -87,9 +92,8 @@ def sample(corridors: dict[str, Corridor], quote: Quote, namespace: str) -> Esti
             found.samples += 1
             try:
                 price = quote(valid, namespace)
-            except ConfigurationError:
-                raise  # the run's, not the sample's
-            except ProviderHTTPError as exc:
+            except ProviderError as exc:
+                stop_if_down(exc, STOPPED, read=True)  # the provider's state, not the sample's
                 found.why = f"{exc.code} {exc.message}"
                 continue
             points.append((price.amount, price.fee or Decimal(0)))

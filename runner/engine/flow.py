@@ -208,13 +208,18 @@ class Flow(Generic[ItemT, ClientT]):
                  extra=event("sent_again", entry.external_id))
         return True
 
-    def read(self, fetch: Callable[[], T]) -> T:
+    def read(self, fetch: Callable[[], T], what: str = "") -> T:
+        """``fetch()``, retried as a read. A provider that cannot answer it stops the run
+        (``runner.errors.down``); any other failure leaves it in doubt, as an item's lookup
+        ("lookup failed: ..."), or as ``what`` says was read ("reading the balances of the
+        payer account failed: ...")."""
         try:
             return self.policy.call(fetch, idempotent=True)
         except ProviderError as exc:
+            failed = f"{what} failed" if what else ""
             if down(exc):
-                raise stopping(exc) from exc
-            raise ItemInDoubt(f"lookup failed: {exc}") from exc
+                raise stopping(exc, failed) from exc
+            raise ItemInDoubt(f"{failed or 'lookup failed'}: {exc}") from exc
 
     def _post(self, entry: Entry[ItemT], call: Call, request: dict[str, Any],
               send: Callable[[], Any], lookup: Callable[[], Any | None]) -> Any:

@@ -18,7 +18,9 @@ holds (``Need``). `runner plan`, `runner run --dry-run`, the question asked on a
 compares a plan file with the plan made again) all read it; ``runner.engine.plan_text``
 renders it. With ``quote``, an item whose quotation the provider refuses is
 ``quote_refused``, with the provider's code and message: not paid, and recorded as refused
-by the run that applies the plan.
+by the run that applies the plan. Its reads and dry runs (the catalogue, the balances, the
+quotations, the fee estimates) are retried as the run's calls are (the flow's policy); a
+provider that still cannot answer them stops the plan (75, 78), nothing paid.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from runner import lifecycle
 from runner.engine.duplicates import Duplicates
 from runner.engine.flow import Flow, Run, fingerprint
 from runner.engine.funds import Need, available, draw, estimate_fees, needs
-from runner.errors import ConfigurationError, ProviderHTTPError
+from runner.errors import ProviderError, stop_if_down
 from runner.job import Job, ValidItem
 from runner.job.rows import RowValues
 from runner.kinds import Price, kind_named
@@ -51,7 +53,7 @@ from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
 from runner.summary.lines import identifier_text
 from runner.summary.model import Scrubber
-from runner.validation import Report, validate_job
+from runner.validation import QUOTATIONS, Report, policy_of, validate_job
 
 CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
@@ -259,8 +261,7 @@ def flow_for(job: Job, provider: Provider, state: StateStore,
              clock: Callable[[], float] = time.time) -> Flow[Any, Any]:
     """The job's flow for reading only (no run: it must not write)."""
     kind = kind_named(job.kind)
-    policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait))
-    return kind.flow(kind.client(provider), Run(state, 0, job.name, policy, clock))
+    return kind.flow(kind.client(provider), Run(state, 0, job.name, policy_of(job), clock))
 
 
 def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, Any], *,
@@ -323,7 +324,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
 
     try:
         plan.report = validate_job(job, provider, check_balances=False, state=state,
-                                   keep=keep)
+                                   keep=keep, policy=flow.policy)
         flush()
     finally:
         duplicates.close()
@@ -340,7 +341,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
             plan.add(PlannedItem("", row, PlanAction.INVALID, why="; ".join(why)))
     plan.items.sort(key=lambda p: p.row)
     if quote and kind_named(job.kind).quote is not None:
-        _quote(job, provider, plan)
+        _quote(job, provider, plan, flow.policy)
     balances(plan, flow, provider, found if sink is not None else None)
     return plan
 
@@ -353,7 +354,8 @@ def balances(plan: Plan, flow: Flow[Any, Any], provider: Provider,
     plan.needs = available(flow, found) if found is not None else needs(flow, plan.items)
     quote = kind_named(plan.kind).quote
     plan.fee_samples = estimate_fees(plan.needs, None if quote is None else
-                                     lambda valid, namespace: quote(valid, provider, namespace))
+                                     lambda valid, namespace: quote(valid, provider, namespace,
+                                                                    flow.policy))
 
 
 def check(payees: PayeeChecks, planned: list[PlannedItem]) -> None:
@@ -448,10 +450,12 @@ def _final(record: ItemRecord, failure: str, owners: dict[str, str], flow: Flow[
     return PlanAction.RETRY, f"{failure}; {since}"
 
 
-def _quote(job: Job, provider: Provider, plan: Plan) -> None:
+def _quote(job: Job, provider: Provider, plan: Plan, policy: RetryPolicy) -> None:
     """Real quotations (``dryrun-<stamp>-`` external_ids, never confirmed) for the items to
-    pay that are not quoted yet; one the provider refuses is not paid (``quote_refused``),
-    and says the provider's code and message, as a run that quoted it would."""
+    pay that are not quoted yet, asked as ``policy`` retries a run's calls; one the provider
+    refuses is not paid (``quote_refused``), and says the provider's code and message, as a
+    run that quoted it would. A provider that cannot answer them stops the plan
+    (``runner.errors.down``: 75, or 78 for the configuration), no plan made."""
     kind = kind_named(job.kind)
     assert kind.quote is not None
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
@@ -461,10 +465,9 @@ def _quote(job: Job, provider: Provider, plan: Plan) -> None:
     def one(p: PlannedItem) -> None:
         assert p.valid is not None and kind.quote is not None
         try:
-            quoted = kind.quote(p.valid, provider, stamp)
-        except ConfigurationError:
-            raise  # the run's, not the item's
-        except ProviderHTTPError as exc:  # its message may echo what it was sent
+            quoted = kind.quote(p.valid, provider, stamp, policy)
+        except ProviderError as exc:  # its message may echo what it was sent
+            stop_if_down(exc, QUOTATIONS, read=True)  # the provider's state, not the item's
             p.action, p.code, p.why = PlanAction.QUOTE_REFUSED, exc.code or "", clean(exc.message)
             return
         p.price = replace(quoted, rate=p.price.rate if p.price else None,

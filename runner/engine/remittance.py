@@ -20,6 +20,7 @@ from runner.job.money_transfer import RemittanceItem
 from runner.lifecycle import Call
 from runner.provider.money_transfer import MoneyTransferClient
 from runner.state import ItemChanges
+from runner.validation import BALANCES
 
 
 class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
@@ -42,7 +43,7 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
 
     def usable(self, balances: Collection[str]) -> dict[str, Decimal]:
         return {b["currency"]: b["available_balance"] + b.get("credit_facility", 0)
-                for b in self.read(self.client.balances)}
+                for b in self.read(self.client.balances, BALANCES)}
 
     # ------------------------------------------------------------ what is this item's
     def quotation_matches(self, entry: Entry[RemittanceItem], quotation: dict[str, Any]) -> bool:

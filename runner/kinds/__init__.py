@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from runner.job.loading import ValidItem
     from runner.payees.checks import Payee
     from runner.provider import Provider
+    from runner.provider.retry import RetryPolicy
     from runner.validation.catalogue import Catalogue
 
 # One line per kind: the module under runner/kinds/ that declares it.
@@ -81,9 +82,10 @@ class Kind:
     # The provider's published rate an item converts at, (name, rate), for a plan; a plan
     # applied later is refused when it moved too much (run.max_rate_change).
     rate: Callable[[Any, Catalogue], tuple[str, Decimal] | None] | None = None
-    # `validate --quote`, `plan --quote`: a real quotation of one item (its amount, fee and
-    # rate), or raises the provider's refusal.
-    quote: Callable[[ValidItem, Provider, str], Price] | None = None
+    # `validate --quote`, `plan --quote`, a plan's fee estimates: a real quotation of one
+    # item in a dry-run namespace (its amount, fee and rate), asked as the policy retries a
+    # run's calls, or raises the provider's last error.
+    quote: Callable[[ValidItem, Provider, str, RetryPolicy], Price] | None = None
     # What each balance the batch draws from can give, for the check of the totals.
     funds: Callable[[Provider], dict[str, Decimal]] | None = None
     # Who an item pays, for the payee check before money moves (runner.payees); None: the

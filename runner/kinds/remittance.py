@@ -15,6 +15,7 @@ from runner.job.money_transfer import RemittanceItem
 from runner.kinds import Kind, Price, Problems, same
 from runner.payees.checks import Payee, full_name
 from runner.provider import Provider
+from runner.provider.retry import RetryPolicy, made_once
 from runner.validation.catalogue import Catalogue
 from runner.validation.rules import (
     check_remittance,
@@ -59,12 +60,16 @@ def _receives(item: RemittanceItem, catalogue: Catalogue) -> tuple[str, Decimal]
     return None if amount is None else (item.destination.currency, amount)
 
 
-def _quote(valid: ValidItem, provider: Provider, stamp: str) -> Price:
-    """A real quotation in the ``dryrun-`` namespace: it expires, nothing is confirmed."""
-    body = {"external_id": f"dryrun-{stamp}-{valid.external_id}",
+def _quote(valid: ValidItem, provider: Provider, stamp: str, policy: RetryPolicy) -> Price:
+    """A real quotation in the ``dryrun-`` namespace: it expires, nothing is confirmed; one
+    in doubt is looked up by its external_id before it is asked again."""
+    ref = f"dryrun-{stamp}-{valid.external_id}"
+    body = {"external_id": ref,
             **valid.item.model_dump(include=set(RemittanceFlow.quotation_fields),
                                     exclude_none=True)}
-    quotation = provider.money_transfer.create_quotation(body)
+    client = provider.money_transfer
+    quotation = made_once(policy, lambda: client.create_quotation(body),
+                          lambda: client.find_quotation(ref))
     assert isinstance(valid.item, RemittanceItem)
     return Price(quotation["sent_amount"]["currency"], quotation["sent_amount"]["amount"],
                  quotation["fee"]["amount"], quoted_rate=quotation.get("wholesale_fx_rate"),

@@ -36,7 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 from runner.cards import luhn, mask
-from runner.errors import NotFound, ProviderError, down, stopping
+from runner.errors import NotFound, ProviderError, stop_if_down
 from runner.lifecycle import PlanAction
 from runner.payees.names import Verdict, compare
 from runner.provider import Provider
@@ -47,6 +47,9 @@ from runner.state.records import PayeeAcceptance, PayeeCheck
 
 POLICIES = ("off", "warn", "hold")
 AVAILABLE = "AVAILABLE"
+# A provider that cannot be reached, says "later" after every retry, or refuses the
+# configuration says nothing of the payee, who is not held for it (``runner.errors.down``).
+STOPPED = "the payee checks stopped before anything was paid"
 
 
 class Result(StrEnum):
@@ -279,7 +282,7 @@ class PayeeChecks:
                 self._offers[key] = self.retry.call(
                     lambda: self.parties.offer(p.service, p.payer), idempotent=True)
             except ProviderError as exc:
-                _stop_if_down(exc)
+                stop_if_down(exc, STOPPED)
                 self._offers[key] = f"the payer could not be read: {exc.code} {exc.message}"
         return self._offers[key]
 
@@ -310,7 +313,7 @@ class PayeeChecks:
         except NotFound:
             return "the provider holds no name for this account"
         except ProviderError as exc:
-            _stop_if_down(exc)
+            stop_if_down(exc, STOPPED)
             return f"the check failed: {' '.join(x for x in (exc.code, exc.message) if x)}"
         return PayeeCheck(p.account or "", p.service, p.payer, p.masked, status, holder,
                           self.clock())
@@ -351,15 +354,6 @@ class PayeeChecks:
         result = _VERDICTS[best.verdict] if best is not None else Result.NO_MATCH
         return Finding(result, p.name, p.masked, holder=answer.holder[0], status=AVAILABLE,
                        checked_at=when)
-
-
-def _stop_if_down(error: ProviderError) -> None:
-    """A provider that cannot be reached, says "later" after every retry, or refuses the
-    configuration stops the checks, and the command, before anything is paid (75, 78): it
-    says nothing of the payee, who is not held for it (``runner.errors.down``)."""
-    if down(error):
-        raise stopping(error, "the payee checks stopped before anything was paid") \
-            from error
 
 
 def _iso(stamp: float) -> str:

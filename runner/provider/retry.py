@@ -10,6 +10,10 @@ stops. Sleep is injected, so tests never wait.
 A call is made directly first, and tenacity takes over only once it failed and ``decide``
 says RETRY (the failed call replayed as tenacity's first attempt, so tenacity counts every
 call and waits after each): the success path (nearly every call) costs no retry bookkeeping.
+
+``made_once`` asks a POST that moves no money and is kept nowhere (a plan's or a
+validation's dry-run quotation) as a run asks its calls: in doubt, it is looked up by its
+external_id before it is sent again.
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ T = TypeVar("T")
 # The longest wait a Retry-After is followed to, when the policy's max_wait is shorter (the
 # catalogue reads' half second): a provider that asks for more is asked again after this.
 LONGEST_RETRY_AFTER = 60.0
+
+
+def pause(seconds: float) -> None:
+    """How a policy given no ``sleep`` of its own (a command's) waits: ``time.sleep``, looked
+    up at each wait, so that a command's waits can be stood still where it runs in-process."""
+    time.sleep(seconds)
 
 
 class Decision(Enum):
@@ -71,7 +81,7 @@ class RetryPolicy:
     attempts: int = 6
     max_wait: float = 60.0
     first_wait: float = 0.5
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    sleep: Callable[[float], None] = field(default=lambda seconds: pause(seconds), repr=False)
 
     def __post_init__(self) -> None:
         # The wait after the N-th call: first_wait doubling with each call, plus up to
@@ -110,3 +120,24 @@ class RetryPolicy:
 
         result: Any = self._retrying[idempotent](again)
         return result  # type: ignore[no-any-return]
+
+
+def made_once(policy: RetryPolicy, send: Callable[[], T], find: Callable[[], T | None]) -> T:
+    """``send()`` a POST that moves no money (a dry-run quotation) as ``policy`` retries a
+    run's POST: again while ``decide`` says RETRY; in doubt (a 5xx, an answer runner cannot
+    read, none, its external_id taken), looked up first (``find``: None when the provider
+    clearly has none), and sent again only when it was not made; ``attempts`` sends at
+    most. The last error is raised."""
+    last: ProviderError | None = None
+    for _ in range(max(policy.attempts, 1)):
+        try:
+            return policy.call(send, idempotent=False)
+        except ProviderError as exc:
+            if decide(exc, idempotent=False) is not Decision.LOOKUP:
+                raise
+            last = exc
+        found = policy.call(find, idempotent=True)
+        if found is not None:
+            return found
+    assert last is not None
+    raise last

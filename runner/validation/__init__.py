@@ -6,6 +6,12 @@ per run, see ``catalogue``), adds up what the batch sends per currency and compa
 the balances. With ``quote``, it also asks
 real quotations in a ``dryrun-`` external_id namespace (they expire; nothing is confirmed) to
 show the true cost with fees. Nothing else is POSTed.
+
+The balances and the quotations are asked as a run asks its calls (``policy``: the job's
+``run.retry``, honouring Retry-After). A provider that still cannot answer them, says
+"later", or refuses the configuration stops the validation with 75 or 78
+(``runner.errors.down``, ``stop_if_down``): it says nothing of the rows. Only the provider's
+refusal of one row's quotation is that row's problem.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from runner.errors import ConfigurationError, JobError, ProviderHTTPError
+from runner.errors import JobError, ProviderError, stop_if_down
 from runner.job import Job, ValidItem, iter_items
 from runner.kinds import Kind, Price, kind_named
 from runner.provider import Provider
+from runner.provider.retry import RetryPolicy
 from runner.state import StateStore
 from runner.validation.catalogue import LOOKAHEAD, Catalogue
 
@@ -81,19 +88,30 @@ class Report:
 
 
 Keep = Callable[[ValidItem, Price | None], None]
+# What stops a validation or a plan that the provider cannot answer (``stop_if_down``).
+QUOTATIONS = "the dry-run quotations stopped before anything was paid"
+BALANCES = "reading the balances of the payer account"
+
+
+def policy_of(job: Job) -> RetryPolicy:
+    """The retry policy of the job's calls (``run.retry``), as a run has it."""
+    return RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait))
 
 
 def validate_job(job: Job, provider: Provider | None, quote: bool = False,
                  stamp: str | None = None, check_balances: bool = True,
-                 keep: Keep | None = None, state: StateStore | None = None) -> Report:
+                 keep: Keep | None = None, state: StateStore | None = None,
+                 policy: RetryPolicy | None = None) -> Report:
     """Check every item; ``provider`` None checks the file alone (kinds without provider data).
 
     ``keep`` receives each item that passed every check (the engine runs those) with what it
     sends (its amount, with the fee when quoted, and the rate the provider publishes for it);
     ``check_balances`` compares the batch's totals with the balances (the engine does its
     own pre-flight over what is still to be confirmed); ``state`` is the run's, whose records
-    of what was sent the checks take into account."""
+    of what was sent the checks take into account; ``policy`` retries the balances and the
+    quotations (by default the job's, ``policy_of``)."""
     kind = kind_named(job.kind)
+    policy = policy or policy_of(job)
     report = Report(str(job.path), job.kind, quoted=quote and kind.quote is not None)
     catalogue = (Catalogue(provider, job.run.concurrency, state, job.name)
                  if provider is not None else None)
@@ -106,19 +124,25 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
                 kind.wants(result.item, catalogue)
             ahead.append(result)
             if len(ahead) > LOOKAHEAD:
-                _one(kind, ahead.popleft(), catalogue, provider, stamp, report, keep)
+                _one(kind, ahead.popleft(), catalogue, provider, stamp, report, keep, policy)
         while ahead:
-            _one(kind, ahead.popleft(), catalogue, provider, stamp, report, keep)
+            _one(kind, ahead.popleft(), catalogue, provider, stamp, report, keep, policy)
     finally:
         if catalogue is not None:
             catalogue.close()
     if provider is not None and kind.funds is not None and check_balances:
-        _balances(job, kind.funds(provider), report)
+        funds = kind.funds
+        try:
+            held = policy.call(lambda: funds(provider), idempotent=True)
+        except ProviderError as exc:
+            stop_if_down(exc, f"{BALANCES} failed", read=True)
+            raise
+        _balances(job, held, report)
     return report
 
 
 def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provider | None,
-         stamp: str, report: Report, keep: Keep | None) -> None:
+         stamp: str, report: Report, keep: Keep | None, policy: RetryPolicy) -> None:
     report.items += 1
     if not result.ok:
         report.invalid_rows.add(result.row)
@@ -134,10 +158,9 @@ def _one(kind: Kind, result: Any, catalogue: Catalogue | None, provider: Provide
     price = None
     if report.quoted and provider is not None and kind.quote is not None:
         try:
-            price = kind.quote(result, provider, stamp)
-        except ConfigurationError:
-            raise  # the run's, not the item's
-        except ProviderHTTPError as exc:
+            price = kind.quote(result, provider, stamp, policy)
+        except ProviderError as exc:
+            stop_if_down(exc, QUOTATIONS, read=True)  # the provider's state, not the row's
             report.invalid_rows.add(result.row)
             field, message = quotation_problem(exc)
             report.problems.append(JobError(result.file, result.row, field, message))
@@ -164,7 +187,7 @@ QUOTATION_FIELDS = {"1003001": "payer_id", "1003002": "payer_id", "1003007": "pa
                     "1003008": "destination.amount"}
 
 
-def quotation_problem(exc: ProviderHTTPError) -> tuple[str, str]:
+def quotation_problem(exc: ProviderError) -> tuple[str, str]:
     """The field and message of a quotation the provider refused."""
     return (QUOTATION_FIELDS.get(exc.code or "", "quotation"),
             f"provider refused the quotation: {exc.code} {exc.message}")
