@@ -60,13 +60,14 @@ HELP = (
                               "must look); or a file to write (plan -o, report --output) "
                               "cannot be: a full disk, a link or a device there"),
     (ExitCode.TRY_LATER, "another run holds the job's lease; the provider is unreachable or "
-                         'answers "later" (the payee checks too); a read for no item '
-                         "(validate, plan) still gets a 5xx or an answer runner cannot "
-                         "read; or the state database stays locked or its disk is full (try "
-                         "later)"),
+                         'answers "later" (the payee checks too); a read or dry-run '
+                         "quotation for no item (validate, plan) still gets a 5xx or an "
+                         "answer runner cannot read; or the state database stays locked or "
+                         "its disk is full (try later)"),
     (ExitCode.CONFIGURATION, "configuration: the provider refuses the credentials (401/403), "
                              "or its TLS certificate is not trusted (SSL_CERT_FILE, "
-                             "REQUESTS_CA_BUNDLE), the payee checks too; retrying changes "
+                             "REQUESTS_CA_BUNDLE), the payee checks and dry runs too; "
+                             "retrying changes "
                              "nothing until it is fixed"),
     (ExitCode.INTERRUPTED, f"stopped by Ctrl-C (SIGINT), {int(ExitCode.TERMINATED)} by "
                            f"SIGTERM: the calls in flight finished and were recorded, the "

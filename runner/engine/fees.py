@@ -23,7 +23,6 @@ configuration refused) stops the plan, or the run, before anything is paid (75, 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
@@ -31,6 +30,7 @@ from decimal import ROUND_CEILING, Decimal
 from runner.errors import ProviderError, stop_if_down
 from runner.job import ValidItem
 from runner.kinds import Price
+from runner.validation import dry_run_stamp
 
 STOPPED = "the fee estimates stopped before anything was paid"
 MARGIN = Decimal("0.02")  # on top of the fees estimated, with a cent per item
@@ -70,8 +70,7 @@ class Estimate:
 
 def stamp() -> str:
     """The namespace of one plan's fee samples: ``fees-<UTC time to the microsecond>``."""
-    now = time.time()
-    return f"fees-{time.strftime('%Y%m%d%H%M%S', time.gmtime(now))}{int(now % 1 * 1e6):06d}"
+    return f"fees-{dry_run_stamp()}"
 
 
 def could_matter(available: Decimal, needed: Decimal, unquoted: Decimal) -> bool:

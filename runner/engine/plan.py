@@ -53,7 +53,7 @@ from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, derived_ref
 from runner.summary.lines import identifier_text
 from runner.summary.model import Scrubber
-from runner.validation import QUOTATIONS, Report, policy_of, validate_job
+from runner.validation import QUOTATIONS, Report, dry_run_stamp, policy_of, validate_job
 
 CHUNK = 500  # items of a streamed plan looked up in the state at once
 CHANGED = "the item changed after its payment started; check it by hand"
@@ -458,7 +458,7 @@ def _quote(job: Job, provider: Provider, plan: Plan, policy: RetryPolicy) -> Non
     (``runner.errors.down``: 75, or 78 for the configuration), no plan made."""
     kind = kind_named(job.kind)
     assert kind.quote is not None
-    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    stamp = dry_run_stamp()
     clean = Scrubber(job.secrets())
     todo = [p for p in plan.to_pay if p.valid is not None and p.step == Step.NEW]
 
@@ -473,8 +473,11 @@ def _quote(job: Job, provider: Provider, plan: Plan, policy: RetryPolicy) -> Non
         p.price = replace(quoted, rate=p.price.rate if p.price else None,
                           rate_name=quoted.rate_name or (p.price.rate_name if p.price else ""))
 
-    with ThreadPoolExecutor(max_workers=job.run.concurrency, thread_name_prefix="quote") as pool:
+    pool = ThreadPoolExecutor(max_workers=job.run.concurrency, thread_name_prefix="quote")
+    try:
         list(pool.map(one, todo))
+    finally:  # after a stop, the quotations not started are not asked
+        pool.shutdown(wait=True, cancel_futures=True)
     plan.report.quoted = True
 
 

@@ -93,6 +93,14 @@ QUOTATIONS = "the dry-run quotations stopped before anything was paid"
 BALANCES = "reading the balances of the payer account"
 
 
+def dry_run_stamp() -> str:
+    """The namespace of one command's dry-run quotations (``dryrun-<stamp>-``): the UTC time
+    to the microsecond, so that two commands never share one; within it, a quotation asked
+    again after an answer in doubt finds the one it made."""
+    now = time.time()
+    return f"{time.strftime('%Y%m%d%H%M%S', time.gmtime(now))}{int(now % 1 * 1e6):06d}"
+
+
 def policy_of(job: Job) -> RetryPolicy:
     """The retry policy of the job's calls (``run.retry``), as a run has it."""
     return RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait))
@@ -115,7 +123,7 @@ def validate_job(job: Job, provider: Provider | None, quote: bool = False,
     report = Report(str(job.path), job.kind, quoted=quote and kind.quote is not None)
     catalogue = (Catalogue(provider, job.run.concurrency, state, job.name)
                  if provider is not None else None)
-    stamp = stamp or time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    stamp = stamp or dry_run_stamp()
     ahead: deque[Any] = deque()
     try:
         for result in iter_items(job):
