@@ -6,8 +6,10 @@ take it on, each refusing an item that is not where the move starts (``IllegalMo
 The state keeps an item's life in four columns: ``step`` (a ``Step``), ``intent`` (the
 ``Call`` sent whose answer is not recorded yet: in doubt), ``outcome`` (an ``Outcome``) and,
 where the life says why, ``error_code`` (a ``Reason``). ``state_of`` reads one ``State``
-from them. The flows never write those columns themselves: a move says what to write, and
-the flow writes it with the facts the provider gave (ids, amounts, statuses).
+from them, and ``items.state`` keeps it: every write that moves an item sets it with
+``backfill``'s expression of the same rules, and when the item is next due with ``due``.
+The flows never write those columns themselves: a move says what to write, and the flow
+writes it with the facts the provider gave (ids, amounts, statuses).
 
 ======================  ==================================  ===============================
 move                    from                                to
@@ -252,13 +254,16 @@ class _Rule:
                 and (not self.outcomes or outcome in self.outcomes)
                 and (not self.steps or step in self.steps))
 
-    def sql(self) -> str:
-        tests = ["intent IS NOT NULL"] if self.in_doubt else []
+    def sql(self, columns: dict[str, str]) -> str:
+        tests = [f"{columns['intent']} IS NOT NULL"] if self.in_doubt else []
         for column, values in (("outcome", self.outcomes), ("step", self.steps)):
             if values:
-                listed = ", ".join(f"'{v}'" for v in values)
-                tests.append(f"{column} IN ({listed})")
+                tests.append(f"{columns[column]} IN ({_listed(values)})")
         return " AND ".join(tests)
+
+
+def _listed(values: Iterable[str]) -> str:
+    return ", ".join(f"'{v}'" for v in sorted(values))
 
 
 # The first rule that matches says the state. A confirmed item is polled whatever its
@@ -288,11 +293,31 @@ def state(item: Item) -> State:
     return state_of(item.step, item.intent, item.outcome)
 
 
-def backfill() -> str:
+# The columns ``state_of`` reads; a change of any of them moves the item (``items.state``).
+READ = ("step", "intent", "outcome")
+
+
+def backfill(**columns: str) -> str:
     """``state_of`` as one SQL expression over the columns (the same text in SQLite and
-    PostgreSQL), for the migration that keeps the state in a column of its own."""
-    whens = " ".join(f"WHEN {r.sql()} THEN '{r.state}'" for r in _RULES[:-1])
+    PostgreSQL): the migration that keeps the state in a column of its own fills it with
+    it, and every write that moves an item sets it with it. A column may be given as
+    another expression (the parameter a change sets it to: the state the row moves to)."""
+    read = {name: columns.get(name, name) for name in READ}
+    whens = " ".join(f"WHEN {r.sql(read)} THEN '{r.state}'" for r in _RULES[:-1])
     return f"CASE {whens} ELSE '{_RULES[-1].state}' END"
+
+
+def due(moved_to: str, now: str) -> str:
+    """When an item moving to the state ``moved_to`` (an SQL expression) is next due for a
+    claim (``items.due_at``), as one SQL expression over its columns before the move, with
+    ``now`` the database's clock: never while final or parked (NULL: the next plan makes
+    due what it pays); at once when it starts polling (its first read); else when it was
+    due already (or at once, when it was parked)."""
+    kept = f"coalesce(due_at, {now})"
+    parked = " ".join(f"WHEN '{s}' THEN NULL" for s in sorted(FINAL | PARKED))
+    return (f"CASE {moved_to} {parked} WHEN '{State.POLLING}' THEN CASE WHEN "
+            f"coalesce(state, '') <> '{State.POLLING}' THEN {now} ELSE {kept} END "
+            f"ELSE {kept} END")
 
 
 def shown(item: Item) -> Shown:

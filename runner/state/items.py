@@ -2,7 +2,8 @@
 (read, inserted, changed), who holds an external_id (rule 7), a call's intent and outcome
 around it (rule 2), a failed item's retries, what a person or `runner reconcile` found, and
 the digests of what items pay. The statements are each dialect's (``runner/state/sql``);
-an item's change names the columns it sets (``{changes}``), each a parameter ``set_NAME``.
+an item's change names the columns it sets (``{changes}``), each a parameter ``set_NAME``;
+a change that moves the item sets its ``state`` and ``due_at`` with them (``runner.state.sql``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class ItemBook:
         for record in records:
             record.created_at = record.updated_at = stamp
         self.db.load(self.sql("insert_items"),
-                     [[getattr(r, n) for n in COLUMNS] for r in records])
+                     [[*(getattr(r, n) for n in COLUMNS), lifecycle.state(r)] for r in records])
 
     def update_item(self, external_id: str, changes: ItemChanges) -> None:
         self.db.write(self.sql("update_item", changes=tuple(changes)), **_set(changes),
@@ -138,7 +139,8 @@ class ItemBook:
                                     request=json.dumps(request, default=str),
                                     updated_at=now_iso())
         if answered is None:
-            rows = self.db.write(self.sql("begin_attempt"), **args)
+            rows = self.db.write(self.sql("begin_attempt", changes=("intent",)), **args,
+                                 set_intent=step)
         else:
             attempt_id, changes = answered
             values = {**changes, "intent": step}

@@ -29,6 +29,7 @@ from runner.state.sqlite_schema import (
     MIGRATION_0013,
     MIGRATION_0014,
     MIGRATION_0015,
+    MIGRATION_0016,
 )
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 
@@ -104,6 +105,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0013_plan_files_signers": MIGRATION_0013,  # the same statements as SQLite's
     "0014_lease_holder_kernel": MIGRATION_0014,
     "0015_same_payments": MIGRATION_0015,
+    "0016_items_queue": MIGRATION_0016,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -9,6 +9,8 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from runner import lifecycle
+
 migrations = Migrations("runner")
 
 
@@ -215,4 +217,23 @@ MIGRATION_0015 = (
     "CREATE INDEX idx_items_job_name_content ON items (job_name, content) "
     "WHERE content IS NOT NULL",
     "ALTER TABLE runs ADD COLUMN allow_duplicates bigint NOT NULL DEFAULT 0",
+)
+
+
+@migrations(name="0016_items_queue")
+def _queue(db: Database) -> None:
+    # The items table as the job's queue: each item's state (runner.lifecycle.State), read
+    # from its columns by the lifecycle's own expression and kept by every write that moves
+    # it; when it is next due for a claim (NULL: final, or parked until the next plan); how
+    # many times it was polled. The index a claim reads comes with the claim: kept up by
+    # every move, it costs a fifth of a write's CPU on SQLite (docs/performance.md).
+    for sql in MIGRATION_0016:
+        db.execute(sql)
+
+
+MIGRATION_0016 = (
+    "ALTER TABLE items ADD COLUMN state text",
+    "ALTER TABLE items ADD COLUMN due_at double precision",
+    "ALTER TABLE items ADD COLUMN polls bigint NOT NULL DEFAULT 0",
+    f"UPDATE items SET state = {lifecycle.backfill()}",
 )

@@ -8,7 +8,10 @@ connector of that dialect runs them (``runner.state.connector``).
 
 A few entries have slots in braces, filled here from runner's own names (never from input,
 and checked to be plain names): ``{changes}``, the columns one change of an item sets (each
-``column = <parameter set_column>``, in the dialect's parameter style), ``{item_columns}`` and
+``column = <parameter set_column>``, in the dialect's parameter style; when a change sets
+``step``, ``intent`` or ``outcome``, the item moves, and ``state`` and ``due_at`` are set with
+them, from the values the change sets, by ``runner.lifecycle``'s own expressions), ``{moved}``
+(the state and due time read from an item's columns as they are), ``{item_columns}`` and
 ``{item_marks}``, every column of an item, and ``{table}``, ``{columns}`` and ``{marks}`` for
 `runner state copy`.
 """
@@ -21,6 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
+from runner import lifecycle
 from runner.state.records import COLUMNS
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -31,6 +35,11 @@ _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 # A named parameter, and a positional one, in each dialect's style.
 _PARAMETER = {"sqlite": ":{}", "postgresql": "%({})s"}
 _MARK = {"sqlite": "?", "postgresql": "%s"}
+# A parameter read as text (PostgreSQL cannot tell the type of one only tested for NULL).
+_TEXT = {"sqlite": "{}", "postgresql": "{}::text"}
+# The database's clock, in seconds since the epoch (``items.due_at``).
+_NOW = {"sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+        "postgresql": "extract(epoch FROM clock_timestamp())"}
 
 
 class Queries:
@@ -69,8 +78,14 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
     if any(c not in COLUMNS for c in changes):
         raise ValueError(f"not an item column: {sorted(set(changes) - set(COLUMNS))}")
     parameter, mark = _PARAMETER[dialect], _MARK[dialect]
+    sets = [f"{c} = {parameter.format('set_' + c)}" for c in changes]
+    moved = {c: _TEXT[dialect].format(parameter.format("set_" + c))
+             for c in changes if c in lifecycle.READ}
+    if moved:  # the item moves: its state (and when it is next due) move with it
+        sets += _moved(dialect, lifecycle.backfill(**moved))
     slots = {
-        "{changes}": ", ".join(f"{c} = {parameter.format('set_' + c)}" for c in changes),
+        "{changes}": ", ".join(sets),
+        "{moved}": ", ".join(_moved(dialect, lifecycle.backfill())),
         "{item_columns}": ", ".join(COLUMNS),
         "{item_marks}": ", ".join([mark] * len(COLUMNS)),
         "{table}": table,
@@ -85,3 +100,9 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
             statement = statement.replace(slot, value)
         filled.append(statement)
     return tuple(filled)
+
+
+def _moved(dialect: Dialect, state: str) -> list[str]:
+    """The assignments that keep ``items.state`` and ``items.due_at`` true when the item
+    moves to ``state`` (an SQL expression: ``lifecycle.backfill``'s)."""
+    return [f"state = {state}", f"due_at = {lifecycle.due(state, _NOW[dialect])}"]

@@ -4,8 +4,10 @@
 -- change: they run in order in one transaction. A change on every call's path is one
 -- statement (data-modifying WITH parts, which PostgreSQL applies together or not at all):
 -- one round trip. Slots in braces are filled from runner's own names, never from input:
--- {changes}, the columns a change sets ("column = %(set_column)s", one per column);
--- {item_columns}, every column of an item; {table} and {columns} of `runner state copy`.
+-- {changes}, the columns a change sets ("column = %(set_column)s", one per column, and,
+-- when the item moves, its state and due time: runner.lifecycle.backfill and due);
+-- {moved}, an item's state and due time read from its columns; {item_columns}, every
+-- column of an item; {table} and {columns} of `runner state copy`.
 -- Claims and leases count time on the database's clock: one clock for every host.
 -- The SQLite twin of each is in sqlite.sql, under the same name.
 
@@ -181,7 +183,7 @@ SELECT external_id, job_name FROM items WHERE external_id = ANY(%(ids)s);
 SELECT * FROM items WHERE external_id = ANY(%(ids)s);
 
 -- insert_items --
-COPY items ({item_columns}) FROM STDIN;
+COPY items ({item_columns}, state) FROM STDIN;
 
 -- update_item --
 UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
@@ -247,7 +249,7 @@ WITH attempt AS (
     VALUES (%(run_id)s, %(external_id)s, %(step)s, %(request)s, %(updated_at)s)
     RETURNING id),
 item AS (
-    UPDATE items SET intent = %(step)s, updated_at = %(updated_at)s
+    UPDATE items SET {changes}, updated_at = %(updated_at)s
     WHERE external_id = %(external_id)s)
 SELECT id FROM attempt;
 
@@ -319,7 +321,8 @@ DELETE FROM job_rest WHERE job_name = %(job_name)s;
 -- was paid (rows that stay as they were are not touched: their updated_at tells a run of
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
--- duplicate, held with why (not once final, nor in doubt).
+-- duplicate, held with why (not once final, nor in doubt); the state of every item the plan
+-- wrote, and when it is due, read from its columns.
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
                    outcome, error_code, error_message, created_at, updated_at)
 SELECT external_id, job_name, %(kind)s, row, fingerprint, summary, payee, content,
@@ -364,6 +367,8 @@ FROM plan_items
 WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('held', 'duplicate')
   AND items.external_id = plan_items.external_id AND items.step <> 'final'
   AND items.intent IS NULL;
+UPDATE items SET {moved}
+WHERE job_name = %(job_name)s AND updated_at = %(stamp)s;
 
 -- staged --
 SELECT * FROM plan_items

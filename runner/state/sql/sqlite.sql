@@ -3,8 +3,10 @@
 -- (:name); a list is bound as JSON text and read with json_each. A name whose SQL has
 -- several statements is one change: they run in order in one transaction. Slots in braces
 -- are filled from runner's own names, never from input: {changes}, the columns a change
--- sets ("column = :set_column", one per column); {item_columns} and {item_marks}, every
--- column of an item; {table}, {columns} and {marks} of `runner state copy`.
+-- sets ("column = :set_column", one per column, and, when the item moves, its state and
+-- due time: runner.lifecycle.backfill and due); {moved}, an item's state and due time read
+-- from its columns; {item_columns} and {item_marks}, every column of an item; {table},
+-- {columns} and {marks} of `runner state copy`.
 -- The PostgreSQL twin of each is in postgresql.sql, under the same name.
 
 -- ---------------------------------------------------------------- runs
@@ -155,7 +157,7 @@ WHERE external_id IN (SELECT value FROM json_each(:ids));
 SELECT * FROM items WHERE external_id IN (SELECT value FROM json_each(:ids));
 
 -- insert_items --
-INSERT INTO items ({item_columns}) VALUES ({item_marks});
+INSERT INTO items ({item_columns}, state) VALUES ({item_marks}, ?);
 
 -- update_item --
 UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
@@ -212,7 +214,7 @@ WHERE n <= 2 ORDER BY row;
 -- The intent, committed before the call.
 INSERT INTO attempts (run_id, external_id, step, request, started_at)
 VALUES (:run_id, :external_id, :step, :request, :updated_at) RETURNING id;
-UPDATE items SET intent = :step, updated_at = :updated_at WHERE external_id = :external_id;
+UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
 
 -- begin_attempt_answered --
 -- The intent, with the previous call's answer and what it made of the item.
@@ -275,7 +277,8 @@ DELETE FROM job_rest WHERE job_name = :job_name;
 -- was paid (rows that stay as they were are not touched: their updated_at tells a run of
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
--- duplicate, held with why (not once final, nor in doubt).
+-- duplicate, held with why (not once final, nor in doubt); the state of every item the plan
+-- wrote, and when it is due, read from its columns.
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
                    outcome, error_code, error_message, created_at, updated_at)
 SELECT external_id, job_name, :kind, row, fingerprint, summary, payee, content,
@@ -320,6 +323,8 @@ FROM plan_items
 WHERE plan_items.job_name = :job_name AND plan_items.action IN ('held', 'duplicate')
   AND items.external_id = plan_items.external_id AND items.step <> 'final'
   AND items.intent IS NULL;
+UPDATE items SET {moved}
+WHERE job_name = :job_name AND updated_at = :stamp;
 
 -- staged --
 SELECT * FROM plan_items
