@@ -9,6 +9,7 @@ process that imported runner (tests/fork_runner.py), so the corpus costs seconds
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -16,8 +17,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import conftest
 import pytest
@@ -98,9 +100,26 @@ def example_copy(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def outcomes(environment: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-             ) -> dict[str, Outcome]:
-    root = tmp_path_factory.mktemp("hostile")
+def corpus(environment: dict[str, str], provider: RunningSandbox,
+           tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Any]:
+    """Every case run once for the whole suite: how each ended, and the calls the sandbox
+    received meanwhile. The suite's workers share it through a file in their common base
+    folder, behind a lock (pytest-xdist's way to run a fixture once); the first to come
+    runs the corpus, on the two cores, while the other waits for it."""
+    if worker_id == "master":  # not distributed: nothing to share
+        return run_corpus(environment, provider, tmp_path_factory.mktemp("hostile"))
+    shared = tmp_path_factory.getbasetemp().parent
+    with (shared / "hostile.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        saved = shared / "hostile.json"
+        if not saved.exists():
+            ran = run_corpus(environment, provider, tmp_path_factory.mktemp("hostile"))
+            saved.write_text(json.dumps(ran), encoding="utf-8")
+        return cast(dict[str, Any], json.loads(saved.read_text(encoding="utf-8")))
+
+
+def run_corpus(environment: dict[str, str], provider: RunningSandbox, root: Path
+               ) -> dict[str, Any]:
     commands = {"baseline": (["validate", "payroll.yaml"], example_copy(root / "baseline"), {})}
     for case in CASES:
         folder = example_copy(root / case.id)
@@ -109,8 +128,15 @@ def outcomes(environment: dict[str, str], tmp_path_factory: pytest.TempPathFacto
         commands[case.id] = (["run", case.job, "--yes", "--state", "state/runner.sqlite",
                               *case.options], folder, case.env)
     outcomes = run_all(commands, environment, root)
-    assert outcomes["baseline"].code == 0, outcomes["baseline"].output
-    return outcomes
+    return {"outcomes": {name: asdict(outcome) for name, outcome in outcomes.items()},
+            "counts": Admin(provider.url).requests()["counts"]}
+
+
+@pytest.fixture(scope="module")
+def outcomes(corpus: dict[str, Any]) -> dict[str, Outcome]:
+    ran = {name: Outcome(**fields) for name, fields in corpus["outcomes"].items()}
+    assert ran["baseline"].code == 0, ran["baseline"].output
+    return ran
 
 
 def test_the_corpus_holds_sixty_cases_over_every_kind() -> None:
@@ -155,9 +181,8 @@ def test_no_line_of_a_file_refused_is_printed(outcomes: dict[str, Outcome]) -> N
     assert "s3cr3t-in-header" not in outcomes["header-is-a-settings-line"].output
 
 
-def test_no_hostile_job_sent_anything(outcomes: dict[str, Outcome],
-                                      provider: RunningSandbox) -> None:
-    counts = Admin(provider.url).requests()["counts"]
+def test_no_hostile_job_sent_anything(corpus: dict[str, Any]) -> None:
+    counts = corpus["counts"]
     assert not [call for call in counts if call.startswith("POST")], counts
 
 
