@@ -65,7 +65,7 @@ def test_no_window_is_confirmed_unless_the_balance_covers_the_whole_batch(
            "(--allow-partial pays what the balance covers)")
     assert posts(adm) == {"POST": 1, "POST quotations": 1}
     # Covered at the start, but drained while the first window is prepared: its quoted cost
-    # (64 x 11.50) and the rest's estimate (36 x 10.00 and their share of the fees) stop it.
+    # (64 x 11.50) and what is outstanding (36 x 10.00 and their share of the fees) stop it.
     adm.balance("EUR", "1160.00", "0")
     drain = {"prepare": 64, "confirm": 64}
     seen: dict[str, int] = {}

@@ -335,6 +335,6 @@ def test_what_reconcile_found_is_written_only_onto_the_item_it_read(store: State
 
 
 def test_the_estimated_fees_go_with_the_amounts_left_to_confirm(store: StateStore) -> None:
-    store.set_rest(JOB, {"EUR": Decimal("1000.00")}, {"EUR": Decimal("154.00")})
-    assert store.take_rest(JOB, {"EUR": Decimal("640.00")}) == {"EUR": Decimal("415.44")}
-    assert store.take_rest(JOB, {"EUR": Decimal("360.00")}) == {"EUR": Decimal("0.00")}
+    store.set_outstanding(JOB, {"EUR": Decimal("1000.00")}, {"EUR": Decimal("154.00")})
+    assert store.reduce_outstanding(JOB, {"EUR": Decimal("640.00")}) == {"EUR": Decimal("415.44")}
+    assert store.reduce_outstanding(JOB, {"EUR": Decimal("360.00")}) == {"EUR": Decimal("0.00")}

@@ -278,7 +278,8 @@ def _plan(job: Job, provider: Provider, options: RunOptions, hooks: RunHooks,
         return Ending(ExitCode.PROBLEMS, "cancelled; nothing was sent", refused=True), plan
     state.record_plan(job.name, job.kind, CHANGED)
     _refused_when_quoted(job, flow, plan)
-    state.set_rest(job.name, stager.rest, {n.balance: n.estimated for n in plan.needs})
+    state.set_outstanding(job.name, stager.outstanding,
+                          {n.balance: n.estimated for n in plan.needs})
     state.note_inputs(run_id, digest)  # validated in full, and its items recorded
     if hooks.on_batch is not None:
         hooks.on_batch(plan.paying)

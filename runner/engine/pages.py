@@ -52,20 +52,22 @@ def give_up(state: StateStore, job_name: str, worker: str) -> None:
 
 
 class Stager:
-    """Stages a streamed plan's items in the state, and adds up their estimates."""
+    """Stages a streamed plan's items in the state, and adds up what the items to pay are
+    estimated to cost per balance (``outstanding``: the job's outstanding cost, once the
+    plan is recorded)."""
 
     def __init__(self, state: StateStore, job_name: str, flow: Flow[Any, Any]) -> None:
         self.state = state
         self.job_name = job_name
         self.flow = flow
-        self.rest: dict[str, Decimal] = {}
+        self.outstanding: dict[str, Decimal] = {}
         self._buffer: list[Staged] = []
         state.clear_plan(job_name)
 
     def __call__(self, p: PlannedItem) -> None:
         cost = estimate(p, self.flow)
         if cost is not None and p.balance is not None:
-            self.rest[p.balance] = self.rest.get(p.balance, Decimal(0)) + cost
+            self.outstanding[p.balance] = self.outstanding.get(p.balance, Decimal(0)) + cost
         first = p.action in (PlanAction.NEW, PlanAction.HELD, PlanAction.DUPLICATE)
         summary = json.dumps(self.flow.summary_of(p.valid.item), sort_keys=True) \
             if first and p.valid is not None else None
@@ -134,7 +136,8 @@ class Pages:
         self.round = round_key
         self.ttl = ttl
         self.models = Models(job, flow)
-        self.costs: dict[str, tuple[str, Decimal]] = {}  # the page's estimates
+        # Each item of the last page: the balance it draws on and its estimated cost.
+        self.estimated: dict[str, tuple[str, Decimal]] = {}
 
     def next(self, name: str, size: int, *, rows: bool = True,
              **only: Any) -> list[Entry[Any]] | None:
@@ -152,8 +155,8 @@ class Pages:
             staged = self.state.staged(self.job_name, [r.external_id for r in records])
             paid = [r for r in records if r.external_id in staged
                     and staged[r.external_id].action in TO_PAY]
-            self.costs = {s.external_id: (s.balance, s.cost) for s in staged.values()
-                          if s.balance is not None and s.cost is not None}
+            self.estimated = {s.external_id: (s.balance, s.cost) for s in staged.values()
+                              if s.balance is not None and s.cost is not None}
             entries = self.models.entries(paid, staged)
             kept = {e.external_id for e in entries}
             dropped = [r.external_id for r in records if r.external_id not in kept]
@@ -215,14 +218,14 @@ class Pages:
             finally:
                 self.done(page)
 
-    def estimates(self, entries: Sequence[Entry[Any]]) -> dict[str, Decimal]:
+    def estimated_cost(self, entries: Sequence[Entry[Any]]) -> dict[str, Decimal]:
         """What the entries (of the last page) were estimated to cost, per balance."""
-        taken: dict[str, Decimal] = {}
+        cost: dict[str, Decimal] = {}
         for e in entries:
-            found = self.costs.get(e.external_id)
+            found = self.estimated.get(e.external_id)
             if found is not None:
-                taken[found[0]] = taken.get(found[0], Decimal(0)) + found[1]
-        return taken
+                cost[found[0]] = cost.get(found[0], Decimal(0)) + found[1]
+        return cost
 
     def staged(self, actions: Sequence[str]) -> Iterator[tuple[Staged, Entry[Any]]]:
         """The staged entries of ``actions`` with their items, in pages."""

@@ -12,9 +12,10 @@ and each next one at most ``GROWTH`` times the last.
 
 The funds check keeps its promise window by window: before a window is confirmed, the
 quoted cost of its items plus what the items of the later windows are estimated to cost
-(the plan's prices, from the rates or the state's quotations, kept per balance in the state
-for every worker: ``StateStore.take_rest``) must fit in what the balances hold now (what
-earlier windows confirmed is already taken from them).
+(the plan's prices, from the rates or the state's quotations: the job's outstanding cost,
+kept per balance in the state for every worker, ``StateStore.reduce_outstanding``) must
+fit in what the balances hold now (what earlier windows confirmed is already taken from
+them).
 """
 
 from __future__ import annotations
@@ -86,10 +87,10 @@ class Windows:
 
 
 def shortfall(flow: Flow[Any, Any], ready: Sequence[Entry[Any]],
-              rest: Mapping[str, Decimal]) -> str:
+              outstanding: Mapping[str, Decimal]) -> str:
     """'' when the balances cover the quoted cost of ``ready`` plus the estimated cost of
-    the windows still to come (``rest``, per balance), else what each one lacks."""
-    needed = {k: v for k, v in rest.items() if v > 0}
+    the windows still to come (``outstanding``, per balance), else what each one lacks."""
+    needed = {k: v for k, v in outstanding.items() if v > 0}
     for e in ready:
         cost = flow.cost(e)
         if cost is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import tenacity
@@ -122,7 +123,8 @@ def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
 def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
              phase: Phase, pages: Pages) -> Ending | None:
     """Prepare, check the funds for and confirm the items window by window
-    (``runner.engine.windows``); an ending when the balances cannot cover the rest."""
+    (``runner.engine.windows``); an ending when the balances cannot cover what is
+    outstanding."""
     windows = Windows(options.workers(job), flow.clock, flow.state.shared)
     while not clock.stop.is_set() and not phase.problems:
         window = pages.next("work", windows.size)
@@ -159,23 +161,22 @@ def _window(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flo
     if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
     try:
-        return _confirmed(job, options, clock, tally, flow, phase, pages, window)
+        return _pay(job, options, clock, tally, flow, phase, pages, window)
     finally:  # answers not recorded with a confirm's intent are recorded now
         phase.close(window)
 
 
-def _confirmed(job: Job, options: RunOptions, clock: Clock, tally: Tally,
-               flow: Flow[Any, Any], phase: Phase, pages: Pages, window: list[Entry[Any]]
-               ) -> Ending | None:
-    """Prepare, check the funds for and confirm the window. The answer of each item's last
-    call before its confirm (its creation) is recorded with the confirm's intent, in one
-    transaction: 4 per item, not 5 (a run that dies in between leaves the creation in
-    doubt, looked up by the next run before anything is sent for the item)."""
+def _pay(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
+         phase: Phase, pages: Pages, window: list[Entry[Any]]) -> Ending | None:
+    """Pay the window: prepare its items, check the funds for them, confirm them (with
+    ``confirm: false``, mark them awaiting ``runner confirm`` instead). An ending when the
+    balances cannot cover them."""
     confirm = options.confirms(job)
     if not options.confirm_only:
-        phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
-                  hold=confirm)
-    rest = flow.state.take_rest(job.name, pages.estimates(window))
+        _prepare(flow, phase, window, hold=confirm)
+    # The window's items are costed by their quotations now: what stays outstanding is
+    # the later windows' estimated cost.
+    outstanding = flow.state.reduce_outstanding(job.name, pages.estimated_cost(window))
     ready = [e for e in window
              if flow.ready(e) and lifecycle.state(e.record) in lifecycle.SENDABLE]
     if not confirm:
@@ -184,8 +185,33 @@ def _confirmed(job: Job, options: RunOptions, clock: Clock, tally: Tally,
         return None
     if not ready or clock.stop.is_set() or phase.problems:
         return None
+    ending = _check_funds(options, tally, flow, phase, ready, outstanding)
+    if ending is not None or phase.problems:
+        return ending
+    _confirm(tally, flow, phase, ready)
+    return None
+
+
+def _prepare(flow: Flow[Any, Any], phase: Phase, window: list[Entry[Any]], hold: bool
+             ) -> None:
+    """Make what each item of the window needs before its confirm (the quotation and the
+    transaction of a remittance). ``hold``: the answer of each item's last call before its
+    confirm (its creation) stays on the item, to be recorded with the confirm's intent in
+    one transaction: 4 transactions per item, not 5 (a run that dies in between leaves the
+    creation in doubt, looked up by the next run before anything is sent for the item)."""
+    phase.run("prepare", flow.prepare, [e for e in window if flow.needs_prepare(e)],
+              hold=hold)
+
+
+def _check_funds(options: RunOptions, tally: Tally, flow: Flow[Any, Any], phase: Phase,
+                 ready: list[Entry[Any]], outstanding: dict[str, Decimal]) -> Ending | None:
+    """The funds check before a confirm: the quoted cost of ``ready`` plus what is still
+    outstanding against what the balances hold now. An ending when they cannot cover it
+    (nothing more is confirmed; with ``allow_partial`` the window goes on); None when the
+    window may be confirmed, or when the balances cannot be read (the run stops:
+    ``phase.problems``)."""
     try:
-        short = shortfall(flow, ready, rest)
+        short = shortfall(flow, ready, outstanding)
     except ProviderDown as exc:  # the balances cannot be read: nothing is confirmed
         phase.stopped(exc)
         return None
@@ -196,9 +222,14 @@ def _confirmed(job: Job, options: RunOptions, clock: Clock, tally: Tally,
         return Ending(ExitCode.PROBLEMS if tally.confirmed else ExitCode.FUNDS_SHORT,
                       f"{short}: funds short; nothing {more}was confirmed (--allow-partial "
                       f"confirms what the balance covers)", short)
+    return None
+
+
+def _confirm(tally: Tally, flow: Flow[Any, Any], phase: Phase, ready: list[Entry[Any]]
+             ) -> None:
+    """Send each ready item's confirm: the call that moves the money."""
     phase.run(flow.commit_call, flow.commit, ready)
     tally.confirmed += len(ready)
-    return None
 
 
 def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, clock: Clock,

@@ -1,8 +1,8 @@
 """A run's items in pages (``runner.engine.pages``), on either backend: the staged plan, the
-passes over the job's items, and the estimated cost of what is still to be confirmed (see
-``StateStore``'s docs of each method). The statements are each dialect's
-(``runner/state/sql``): PostgreSQL counts claims on the database's clock, SQLite on this
-host's.
+passes over the job's items, and the job's outstanding cost (what its items not confirmed
+yet are estimated to cost); see ``StateStore``'s docs of each method. The statements are
+each dialect's (``runner/state/sql``): PostgreSQL counts claims on the database's clock,
+SQLite on this host's.
 
 A pass is a cursor over the job's items in row order, named by the run (or, with a shared
 state, by the round of the job the workers share): each ``claim_next`` takes the next page
@@ -30,7 +30,7 @@ SHARE_STEP = 8  # items: a page near the end of a pass is a multiple of this, at
 
 
 class PlanBook:
-    """The staged plan, the passes and the rest: a part of the store."""
+    """The staged plan, the passes and the outstanding cost: a part of the store."""
 
     def __init__(self, db: Connector) -> None:
         self.db = db
@@ -116,33 +116,38 @@ class PlanBook:
     def restart_passes(self, job_name: str, prefix: str) -> None:
         self.db.write(self.sql("restart_passes"), job_name=job_name, prefix=prefix)
 
-    # ------------------------------------------------------------ what is left to confirm
-    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal],
-                 fees: Mapping[str, Decimal] | None = None) -> None:
+    # ------------------------------------------------------------ what is outstanding
+    def set_outstanding(self, job_name: str, amounts: Mapping[str, Decimal],
+                        fees: Mapping[str, Decimal] | None = None) -> None:
         fees = fees or {}
         rows = [[job_name, balance, str(amount), str(fees.get(balance, 0))]
                 for balance, amount in amounts.items()]
 
         def work(tx: Tx) -> None:
-            tx.write(self.sql("forget_rest"), job_name=job_name)
+            tx.write(self.sql("forget_outstanding"), job_name=job_name)
             if rows:
-                tx.load(self.sql("set_rest"), rows)
+                tx.load(self.sql("set_outstanding"), rows)
         self.db.transaction(work)
 
-    def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    def reduce_outstanding(self, job_name: str, estimated: Mapping[str, Decimal]
+                           ) -> dict[str, Decimal]:
         def work(tx: Tx) -> dict[str, Decimal]:
-            rest = {r["balance"]: (Decimal(r["amount"]), Decimal(r["fees"] or 0))
-                    for r in tx.read(self.sql("rest"), job_name=job_name)}
-            for balance, amount in taken.items():
-                if balance in rest and amount:
-                    left, fees = rest[balance]
+            outstanding = {r["balance"]: (Decimal(r["amount"]), Decimal(r["fees"] or 0))
+                           for r in tx.read(self.sql("outstanding"), job_name=job_name)}
+            for balance, amount in estimated.items():
+                if balance in outstanding and amount:
+                    left, fees = outstanding[balance]
                     # The estimated fees go with the amounts they were estimated for.
                     fees = fees * max(left - amount, Decimal(0)) / left if left > 0 else \
                         Decimal(0)
-                    rest[balance] = (left - amount, fees.quantize(Decimal("0.01")))
-                    tx.write(self.sql("take_rest"), amount=str(rest[balance][0]),
-                             fees=str(rest[balance][1]), job_name=job_name, balance=balance)
-            return {balance: left + fees for balance, (left, fees) in rest.items()}
+                    outstanding[balance] = (left - amount, fees.quantize(Decimal("0.01")))
+                    tx.write(self.sql("reduce_outstanding"),
+                             amount=str(outstanding[balance][0]),
+                             fees=str(outstanding[balance][1]), job_name=job_name,
+                             balance=balance)
+            return {balance: left + fees for balance, (left, fees) in outstanding.items()}
+        # The lock's name is older than the method's: runners of either version exclude
+        # each other while they share a job.
         return self.db.transaction(work, lock=f"runner:rest:{job_name}")
 
 

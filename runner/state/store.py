@@ -10,8 +10,8 @@ One class for both backends, composed: a ``Connector`` (``runner.state.connector
 or PostgreSQL, each with its SQL in its own dialect, ``runner/state/sql``), the job's lease
 (``runner.state.leases``: one run per job on SQLite, shared on PostgreSQL), and the parts
 that hold the queries: ``runs``, ``items``, ``payees``, ``workers`` (claims and the job's
-steps) and ``passes`` (the staged plan, the passes, the rest). ``dump`` and ``load`` move a
-whole state (``runner state copy``).
+steps) and ``passes`` (the staged plan, the passes, the job's outstanding cost). ``dump`` and
+``load`` move a whole state (``runner state copy``).
 
 Each method that changes something is one committed transaction: when it returns, the change
 survives the process being killed.
@@ -311,7 +311,7 @@ class StateStore:
         self._plans.stage_plan(job_name, staged)
 
     def clear_plan(self, job_name: str) -> None:
-        """Forget the job's staged plan and its estimates (``set_rest``)."""
+        """Forget the job's staged plan and its outstanding cost (``set_outstanding``)."""
         self._plans.clear_plan(job_name)
 
     def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
@@ -393,18 +393,20 @@ class StateStore:
         """The job's ``step`` is to be done again (by the next worker to come)."""
         self._workers.forget_step(job_name, step)
 
-    def set_rest(self, job_name: str, amounts: Mapping[str, Decimal],
-                 fees: Mapping[str, Decimal] | None = None) -> None:
-        """What the job's items to pay are estimated to cost per balance (the plan's), and
-        the fees estimated for those not quoted yet (``runner.engine.fees``)."""
-        self._plans.set_rest(job_name, amounts, fees)
+    def set_outstanding(self, job_name: str, amounts: Mapping[str, Decimal],
+                        fees: Mapping[str, Decimal] | None = None) -> None:
+        """The job's outstanding cost, per balance, as the plan estimates it: what its items
+        to pay are estimated to cost, and the fees estimated for those not quoted yet
+        (``runner.engine.fees``)."""
+        self._plans.set_outstanding(job_name, amounts, fees)
 
-    def take_rest(self, job_name: str, taken: Mapping[str, Decimal]) -> dict[str, Decimal]:
-        """Take ``taken`` (a window's estimates, now costed by quotations) off what the job's
-        items to pay are estimated to cost, with their share of the estimated fees (in
-        proportion to the amounts), atomically for every worker; what is left, fees
-        included."""
-        return self._plans.take_rest(job_name, taken)
+    def reduce_outstanding(self, job_name: str, estimated: Mapping[str, Decimal]
+                           ) -> dict[str, Decimal]:
+        """Take ``estimated`` (what a window's items were estimated to cost, per balance:
+        their quotations cost them now) off the job's outstanding cost, with their share of
+        the estimated fees (in proportion to the amounts), atomically for every worker;
+        what is still outstanding (the later windows' estimated cost), fees included."""
+        return self._plans.reduce_outstanding(job_name, estimated)
 
     # ------------------------------------------------------------ a whole state
     def require_idle(self) -> None:

@@ -512,18 +512,21 @@ INSERT INTO rate_slots (job_name, next_at) VALUES (%(job_name)s, %(now)s + %(spa
 ON CONFLICT (job_name) DO UPDATE SET next_at = greatest(rate_slots.next_at, %(now)s) + %(span)s
 RETURNING next_at;
 
--- ---------------------------------------------------------------- what is left to confirm
+-- ---------------------------------------------------------------- what is outstanding
 
--- rest --
+-- outstanding --
+-- The job's outstanding cost, per balance: what its items not confirmed yet are estimated
+-- to cost (amount), and the fees estimated for them (fees). Its table, job_rest, keeps
+-- the name migration 0008 gave it.
 SELECT balance, amount, fees FROM job_rest WHERE job_name = %(job_name)s;
 
--- set_rest --
+-- set_outstanding --
 COPY job_rest (job_name, balance, amount, fees) FROM STDIN;
 
--- forget_rest --
+-- forget_outstanding --
 DELETE FROM job_rest WHERE job_name = %(job_name)s;
 
--- take_rest --
+-- reduce_outstanding --
 UPDATE job_rest SET amount = %(amount)s, fees = %(fees)s
 WHERE job_name = %(job_name)s AND balance = %(balance)s;
 
@@ -546,8 +549,8 @@ SELECT setval(pg_get_serial_sequence('{table}', 'id'),
 -- ---------------------------------------------------------------- locks
 
 -- lock --
--- The transaction's lock on a name (a job's pass, its rest, its lease, its finish): the
--- transactions naming it run one at a time, as every SQLite writer does.
+-- The transaction's lock on a name (a job's pass, its outstanding cost, its lease, its
+-- finish): the transactions naming it run one at a time, as every SQLite writer does.
 SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
 -- lock_session --

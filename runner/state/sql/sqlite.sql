@@ -464,18 +464,21 @@ INSERT INTO rate_slots (job_name, next_at) VALUES (:job_name, :now + :span)
 ON CONFLICT (job_name) DO UPDATE SET next_at = max(rate_slots.next_at, :now) + :span
 RETURNING next_at;
 
--- ---------------------------------------------------------------- what is left to confirm
+-- ---------------------------------------------------------------- what is outstanding
 
--- rest --
+-- outstanding --
+-- The job's outstanding cost, per balance: what its items not confirmed yet are estimated
+-- to cost (amount), and the fees estimated for them (fees). Its table, job_rest, keeps
+-- the name migration 0008 gave it.
 SELECT balance, amount, fees FROM job_rest WHERE job_name = :job_name;
 
--- set_rest --
+-- set_outstanding --
 INSERT INTO job_rest (job_name, balance, amount, fees) VALUES (?, ?, ?, ?);
 
--- forget_rest --
+-- forget_outstanding --
 DELETE FROM job_rest WHERE job_name = :job_name;
 
--- take_rest --
+-- reduce_outstanding --
 UPDATE job_rest SET amount = :amount, fees = :fees
 WHERE job_name = :job_name AND balance = :balance;
 
