@@ -81,7 +81,7 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
     # provider confirms it) and dies before its answer is recorded.
     dead = "elsewhere:4242:dead"
     with open_state(pg_url) as store:
-        claimed = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
+        claimed = store.claim_next(JOB, dead, 2, 600, "dead:work")
         assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
         lost = claimed[0]
         store.begin_attempt(made_run(store), lost.external_id, "confirm",
@@ -164,7 +164,7 @@ def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
     assert run(job, pg_url, confirm=False).exit_code == 0
     dead = "elsewhere:4343:dead"
     with open_state(pg_url) as store:
-        held = store.claim_items(JOB, dead, 2, ("awaiting_confirm",), ttl=600)
+        held = store.claim_next(JOB, dead, 2, 600, "dead:work")
     assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
     look = Pages.wait_for_others
 

@@ -17,7 +17,6 @@ from runner.state import ItemRecord, StateStore, open_state
 from runner.state.records import Staged
 
 JOB = "pay-2026-11"
-OPEN = ("pending", "awaiting_confirm")
 
 
 @pytest.fixture
@@ -34,16 +33,18 @@ def ids(records: list[ItemRecord]) -> list[str]:
 def test_a_claimed_item_is_one_workers_until_released_or_expired(
         two: tuple[StateStore, StateStore]) -> None:
     a, b = two
-    assert ids(a.claim_items(JOB, "A", 3, OPEN, ttl=60)) == ["e1", "e2", "e3"]
-    assert ids(b.claim_items(JOB, "B", 3, OPEN, ttl=60)) == ["e4", "e5", "e6"]
-    a.update_item("e7", outcome="settled")
-    assert ids(b.claim_items(JOB, "B", 10, OPEN, ttl=0)) == ["e8", "e9", "e10"]
+    assert ids(a.claim_next(JOB, "A", 3, 60, "r1:work")) == ["e1", "e2", "e3"]
+    assert ids(b.claim_next(JOB, "B", 3, 60, "r1:work")) == ["e4", "e5", "e6"]
+    a.update_item("e7", step="final", outcome="settled")
+    assert ids(b.claim_next(JOB, "B", 10, 0, "r1:work")) == ["e8", "e9", "e10"]
     assert a.refresh_claims(JOB, "A", 60) == 3
     # B's last claims had no time at all: as if B died; A takes them over.
-    assert ids(a.claim_items(JOB, "A", 10, OPEN, ttl=60)) == ["e8", "e9", "e10"]
+    assert ids(a.claim_next(JOB, "A", 10, 60, "r1:work")) == ["e8", "e9", "e10"]
     assert b.refresh_claims(JOB, "B", 60) == 3  # only e4-e6 are still B's
     a.release_claims(JOB, "A", ["e1"])
-    assert ids(b.claim_items(JOB, "B", 10, OPEN, ttl=60)) == ["e1"]
+    # A pass takes an item once; the next takes it again, and nothing a live worker holds.
+    assert b.claim_next(JOB, "B", 10, 60, "r1:work") == []
+    assert ids(b.claim_next(JOB, "B", 10, 60, "r1:poll0")) == ["e1"]
     item = a.item("e1")
     assert item is not None and item.external_id == "e1"  # claims are not the item's
 
@@ -51,8 +52,8 @@ def test_a_claimed_item_is_one_workers_until_released_or_expired(
 def test_the_last_worker_to_finish_is_the_one_that_writes_the_summary(
         two: tuple[StateStore, StateStore]) -> None:
     a, b = two
-    a.claim_items(JOB, "A", 5, OPEN, ttl=60)
-    b.claim_items(JOB, "B", 5, OPEN, ttl=60)
+    a.claim_next(JOB, "A", 5, 60, "r1:work")
+    b.claim_next(JOB, "B", 5, 60, "r1:work")
     assert a.finish_job(JOB, "A", "round-1") is False  # B still works
     assert b.finish_job(JOB, "B", "round-1") is True
     assert a.finish_job(JOB, "A", "round-1") is False  # once per key
@@ -96,7 +97,7 @@ def test_workers_at_once_never_share_an_item_nor_a_step(where: Path | str) -> No
                 if mine:
                     steps.append(name)
             mine_all = taken.setdefault(name, [])
-            while batch := store.claim_items(JOB, name, 7, OPEN, ttl=60):
+            while batch := store.claim_next(JOB, name, 7, 60, "d1:work"):
                 mine_all += ids(batch)
                 for record in batch:
                     store.update_item(record.external_id, outcome="settled")

@@ -260,16 +260,6 @@ class StateStore:
         return self._items.attempts(external_id)
 
     # ------------------------------------------------------------ cooperating workers
-    def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
-                    ttl: float) -> list[ItemRecord]:
-        """Take up to ``limit`` of the job's items whose outcome is one of ``outcomes``, in
-        row order, that no live worker holds: never claimed, released, or claimed by a
-        worker whose claim expired (it stopped refreshing: it died). They are ``worker``'s
-        for ``ttl`` seconds (of the database's clock), kept by ``refresh_claims``. Two
-        workers never get the same item; an item taken over from a dead worker may be in
-        doubt (``intent``): look it up before anything else (rule 3)."""
-        return self._workers.claim_items(job_name, worker, limit, outcomes, ttl)
-
     def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
         """The worker's heartbeat: its claims on the job's items last ``ttl`` seconds more;
         how many it still holds (a claim that expired and was taken by another is lost)."""
@@ -290,7 +280,7 @@ class StateStore:
         return self._workers.job_step(job_name, step, digest)
 
     def finish_job(self, job_name: str, worker: str, key: str) -> bool:
-        """The worker has no more work (``claim_items`` gave it nothing): its live claims
+        """The worker has no more work (``claim_next`` gave it nothing): its live claims
         are released (those it gave up stay expired, for another to take over). True for
         exactly one worker per ``key`` (e.g. the inputs' digest and when the plan was
         recorded): the last to finish, when no other worker holds a live claim on the job's
@@ -351,9 +341,11 @@ class StateStore:
                    before: str | None = None) -> list[ItemRecord]:
         """The next page of the pass ``pass_key`` over the job's open items (neither final
         nor a conflict; with ``intent``, ``step``, ``before`` only those in doubt of that
-        call, at that step, or last changed before that time), claimed as ``claim_items``
-        claims: first any whose claim expired (a dead worker's: look it up first, rule 3),
-        then the next ones after the pass's cursor, which moves on. Every worker naming the
+        call, at that step, or last changed before that time), claimed: they are
+        ``worker``'s for ``ttl`` seconds (PostgreSQL's clock, or this host's), kept by
+        ``refresh_claims``, and two live workers never hold the same item. First any whose
+        claim expired (a dead worker's, maybe in doubt: look it up first, rule 3), then the
+        next ones after the pass's cursor, which moves on. Every worker naming the
         same pass shares its cursor: no item is taken twice in a pass, unless its worker
         died. [] when the pass is over. With several live workers, a page near the pass's
         end is smaller than ``limit``: a fair share of what is left, so that they end the

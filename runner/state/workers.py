@@ -1,10 +1,11 @@
-"""Cooperating workers on either backend: the claims, the job's steps and its finish, and
-the shared rate slot of ``StateStore`` (see its docs). With SQLite the job's lease (rule 6)
-lets one run at a time work a job, so nothing here waits for another process and these are
-trivially true; with PostgreSQL any number of processes share the job, and the same
-statements hold for them: a claim is a row marked with its worker and an expiry on the
-database's clock, taken with ``FOR UPDATE SKIP LOCKED``; the job's finish is one transaction
-under the job's lock; a step is done under the lock the leases give (``Leases.step``).
+"""Cooperating workers on either backend: the claims' heartbeat and their release, the job's
+steps and its finish, and the shared rate slot of ``StateStore`` (see its docs). With SQLite
+the job's lease (rule 6) lets one run at a time work a job, so nothing here waits for another
+process and these are trivially true; with PostgreSQL any number of processes share the job,
+and the same statements hold for them: a claim is a row marked with its worker and an expiry
+on the database's clock (taken by ``StateStore.claim_next``, ``runner.state.passes``); the
+job's finish is one transaction under the job's lock; a step is done under the lock the
+leases give (``Leases.step``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from runner.state.connector import Connector, Tx
 from runner.state.leases import Leases
-from runner.state.records import ItemRecord, now_iso
+from runner.state.records import now_iso
 
 
 class Workers:
@@ -25,12 +26,6 @@ class Workers:
         self.db = db
         self.sql = db.sql
         self.leases = leases
-
-    def claim_items(self, job_name: str, worker: str, limit: int, outcomes: Sequence[str],
-                    ttl: float) -> list[ItemRecord]:
-        rows = self.db.write(self.sql("claim_items"), worker=worker, now=time.time(), ttl=ttl,
-                             job_name=job_name, outcomes=list(outcomes), size=limit)
-        return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
     def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
         return len(self.db.write(self.sql("refresh_claims"), now=time.time(), ttl=ttl,

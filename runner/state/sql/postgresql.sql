@@ -450,15 +450,6 @@ DELETE FROM job_passes WHERE job_name = %(job_name)s;
 -- restart_passes --
 DELETE FROM job_passes WHERE job_name = %(job_name)s AND substr(pass, 1, length(%(prefix)s)) = %(prefix)s;
 
--- claim_items --
-UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
-WHERE external_id IN (
-    SELECT external_id FROM items
-    WHERE job_name = %(job_name)s AND outcome = ANY(%(outcomes)s)
-      AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
-    ORDER BY row LIMIT %(size)s FOR UPDATE SKIP LOCKED)
-RETURNING *;
-
 -- refresh_claims --
 UPDATE items SET claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
 WHERE job_name = %(job_name)s AND claimed_by = %(worker)s RETURNING external_id;

@@ -403,15 +403,6 @@ DELETE FROM job_passes WHERE job_name = :job_name;
 -- restart_passes --
 DELETE FROM job_passes WHERE job_name = :job_name AND substr(pass, 1, length(:prefix)) = :prefix;
 
--- claim_items --
-UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
-WHERE external_id IN (
-    SELECT external_id FROM items
-    WHERE job_name = :job_name AND outcome IN (SELECT value FROM json_each(:outcomes))
-      AND (claimed_by IS NULL OR claim_expires <= :now)
-    ORDER BY row LIMIT :size)
-RETURNING *;
-
 -- refresh_claims --
 UPDATE items SET claim_expires = :now + :ttl
 WHERE job_name = :job_name AND claimed_by = :worker RETURNING external_id;
