@@ -1,8 +1,9 @@
-"""A run of a job by a worker of it (``StateStore.join``: the worker holds the job's lease,
-rule 6, on the state the run works with; the run opens nothing): the plan, then the
-worker's share of the items, in passes over the state (``runner.engine.work``): the run
-holds a bounded window of items, never the whole batch (``runner.engine.pages``). What the
-run is asked, its hooks to a terminal and its clock are ``runner.engine.options``'.
+"""One run of a job, from its plan to its summary, by one worker of the job
+(``StateStore.join``: the worker holds the job's lease, rule 6, and the state the run works
+with; the run opens nothing itself). The run makes the plan, then works its share of the
+items in pages (``runner.engine.work``, ``runner.engine.pages``: never the whole batch at
+once). What the run is asked, its hooks to a terminal and its clock are
+``runner.engine.options``'.
 
 1. The plan (``runner.engine.plan``): every item validated and paired with its state record,
    streamed into the state (staged: nothing of it is recorded yet); with ``on_invalid:

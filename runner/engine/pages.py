@@ -1,19 +1,20 @@
-"""A run's items in pages (``runner.engine.batch``): the run holds a bounded window of items,
-never the whole batch, so its memory does not grow with the batch.
+"""The items a run works on, a page at a time (``runner.engine.batch``,
+``runner.engine.work``): a run holds a bounded page of items, never the whole batch, so its
+memory does not grow with the batch.
 
-- ``Stager``: the plan, as it streams out of the validation, staged in the state in chunks
-  (``StateStore.stage_plan``), with what the items to pay are estimated to cost per
-  balance; recorded once its checks pass (``record_plan``).
-- ``Pages``: each phase is a pass over the job's items in the state (``claim_next``): a page
-  is claimed (one worker's at a time, kept by the heartbeat), worked and given back. Only
-  the items the staged plan says to pay are worked. The worker's id names its claims; the
-  pass is named by the run (SQLite) or by the round of the job the workers share.
-- ``Models``: the state cannot keep card data, so a page's item models are made again from
-  the job's rows, by a pass over the rows file that follows the pages' row numbers (a page
-  behind the pass starts it again). An item whose row no longer makes the same request
-  (its fingerprint: the file was edited during the run) is not worked, and counted
-  (``unworked``): the run says so in its exit code. A poll needs no row: what was confirmed
-  is followed from the state alone (``Entry.of_record``), whatever became of its row.
+- ``Stager`` writes the plan into the state as it streams out of the validation, in chunks
+  (``StateStore.stage_plan``), and adds up what the items to pay are estimated to cost per
+  balance (the job's outstanding cost); the plan is recorded once its checks pass
+  (``record_plan``).
+- ``Pages`` claims the job's items from the state a page at a time (``claim_next``): a page
+  is this worker's until it gives it back (``done``) or its claim expires (the heartbeat
+  keeps it). Each phase is a pass over the job's items, named by the run (SQLite) or by the
+  round the workers share; the items the staged plan does not pay are given back at once.
+- ``Models`` makes a page's item models again from the job's rows (the state keeps no card
+  data), reading the rows file forward along the page's row numbers (a page behind starts it
+  again). An item whose row no longer makes the request planned (the file was edited during
+  the run) is not worked, and counted (``unworked``): the run's exit code says so. A poll
+  needs no row: it works from the state alone (``Entry.of_record``).
 """
 
 from __future__ import annotations
@@ -187,9 +188,9 @@ class Pages:
 
     def hand_on(self, entries: Sequence[Entry[Any]],
                 onward: Callable[[Entry[Any]], bool]) -> None:
-        """Give the page back, but hand those of its entries ``onward`` picks on to the next
-        pass: their claims expire, so that the next pass of any worker takes them first,
-        even where its cursor went past them while this page held them."""
+        """Give the page back, and hand on those of its entries ``onward`` picks: their
+        claims expire at once, so that the next pass of any worker (the windows, after the
+        look-up pass) takes them first, even where its cursor is already past them."""
         kept = [e.external_id for e in entries if not onward(e)]
         if kept:
             self.state.release_claims(self.job_name, self.worker, kept)
@@ -211,7 +212,8 @@ class Pages:
 
     def over(self, name: str, size: int = PAGE, *, rows: bool = True,
              **only: Any) -> Iterator[list[Entry[Any]]]:
-        """Every page of the pass ``name``, each given back once the caller is done."""
+        """Every page of the pass ``name``, one after another, until the pass is over; each
+        page's claims are given back (``done``) once the caller has worked it."""
         while (page := self.next(name, size, rows=rows, **only)) is not None:
             try:
                 yield page

@@ -1,9 +1,11 @@
-"""The machinery of a run's phases (``runner.engine.batch``): a phase's items over the
-run's worker threads (``each``, on a ``ThreadPoolExecutor`` made once per run), and one phase
-over them (``Phase``: each item's step, its verdict logged, progress reported). The windows
-of the prepare and confirm phases are ``runner.engine.windows``, the passes over the items
-and the polls ``runner.engine.work``; the lease and the worker's claims are kept fresh by
-the worker (``runner.state.Worker``)."""
+"""How one step of the flow runs over many items (``runner.engine.work``). ``each`` runs a
+function over a list of items on the run's threads (one ``ThreadPoolExecutor`` per run).
+``Phase`` runs one step of the flow (prepare, confirm, look up, poll) over a page with it:
+it logs each item's outcome, reports progress, and stops taking items once the run is
+stopped, or the provider is unreachable or refuses the configuration (``Phase.problems``,
+from which the run's exit code comes). The windows are ``runner.engine.windows``; the lease
+and the worker's claims are kept fresh by the worker (``runner.state.Worker``).
+"""
 
 from __future__ import annotations
 

@@ -1,23 +1,26 @@
-"""A worker's share of a run (``runner.engine.batch``), once the plan is recorded: passes
-over the job's items in the state, page by page (``runner.engine.pages``), on the run's
-worker threads (``runner.engine.phases.each``).
+"""What one worker does with a job once its plan is recorded (``runner.engine.batch``): it
+claims the job's items from the state a page at a time (``runner.engine.pages``) and works
+each page on the run's threads (``runner.engine.phases``), in four steps.
 
-1. Retry (``--retry-failed``, by the worker that made the plan): failed items sent again
-   under a new external_id, each once the provider shows the attempt that failed final and
-   unpaid.
-2. Look up each money-moving call in doubt (its answer lost), before anything else is sent.
-3. Windows (``runner.engine.windows``), each a page the worker claims, sized so that no
-   quotation outlives its TTL: a call in doubt in it (an item taken over from a worker that
-   died) is looked up first (rule 3); prepare (quotation and transaction for each item not
-   yet created); the pre-flight (the window's quoted cost plus what the later windows are
-   estimated to cost, fees included, against the balances: when they cannot cover it
-   nothing more is confirmed, exit 4 when nothing was confirmed, else 1, unless
-   ``allow_partial``); confirm (skipped with ``confirm: false``:
-   the items wait for ``runner confirm``).
-4. Poll what is confirmed but not final, by pages, until final or ``wait_for_final``: from
-   the state alone (the rows are not read: an item confirmed is followed whatever became of
-   its row). Items a pass did not work because their rows changed during the run make the
-   run exit 1, saying how many.
+1. Retry (``--retry-failed``, by the worker that made the plan): each failed item sent again
+   under a new external_id, once the provider shows the attempt that failed final, unpaid.
+2. Look up the money-moving calls in doubt (``Flow.commit_call``: sent, their answer lost)
+   before anything else is sent.
+3. Pay, window by window (``runner.engine.windows``: a window is a page sized so that no
+   quotation expires before its confirm). A call in doubt in it (an item taken over from a
+   worker that died) is looked up first (rule 3); then ``_pay``: ``_prepare`` (quotation
+   and transaction), ``_check_funds`` (the window's quoted cost plus the job's outstanding
+   cost, what the later windows are estimated to cost, against the balances: when they
+   fall short nothing more is confirmed, exit 4 when nothing was, else 1, unless
+   ``allow_partial``), ``_confirm`` (with ``confirm: false`` the items wait for ``runner
+   confirm`` instead).
+4. Poll the confirmed items until final or ``wait_for_final`` runs out, from the state alone
+   (the rows file is not read: an item whose money moved is followed whatever became of its
+   row).
+
+The worker ends with 78 (the provider refuses the configuration), 75 (unreachable), 1
+(interrupted, or items not worked because their rows changed during the run), or lets the
+summary decide.
 """
 
 from __future__ import annotations
