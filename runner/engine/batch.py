@@ -54,7 +54,7 @@ from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
 from runner.engine.work import Ending, work
-from runner.errors import PlanRefused
+from runner.errors import PlanRefused, RunnerError
 from runner.exit_codes import ExitCode
 from runner.job import Job
 from runner.kinds import kind_named
@@ -109,6 +109,17 @@ def run_job(job: Job, provider: Provider, worker: Worker, options: RunOptions | 
                              repeated=dict(last.counts), run_id=again)
     started = now_iso()
     run_id = _run_of(job, state, options.applied)
+    try:
+        return _run(job, provider, worker, options, hooks, clock, run_id, started, digest)
+    except BaseException as error:
+        _stopped(state, run_id, error)
+        raise
+
+
+def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hooks: RunHooks,
+         clock: Clock, run_id: int, started: str, digest: str) -> RunResult:
+    """The run ``run_id`` (``run_job``'s body once its row is written)."""
+    state = worker.state
     worker.started(run_id)
     bind(run_id=run_id)
     log.info("run %d of %s started", run_id, job.name, extra=event("run_started"))
@@ -154,6 +165,23 @@ def record_exit(state: StateStore, result: RunResult, exit_code: int) -> None:
     if result.run_id is None or exit_code == result.exit_code:
         return
     state.note_exit(result.run_id, exit_code)
+
+
+def _stopped(state: StateStore, run_id: int, error: BaseException) -> None:
+    """The run's row closed after ``error`` stopped it (the plan's checks, the state, a
+    Ctrl-C before the run could stop gracefully, a bug), with the exit code the command
+    exits with and why: ``runner status`` says how it ended, where a row left open would
+    read as a process that died. A run that had ended keeps its end."""
+    if isinstance(error, RunnerError):
+        code, why = error.exit_code, " ".join(str(error).split())
+    elif isinstance(error, KeyboardInterrupt):
+        code, why = ExitCode.INTERRUPTED, "interrupted before it could stop gracefully"
+    else:  # a bug: its type only (what a bug's text holds is not known)
+        code, why = ExitCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}"
+    try:
+        state.stop_run(run_id, code, why)
+    except RunnerError as unrecorded:  # the state itself failing: the error that stopped
+        log.warning("run %d's end could not be recorded: %s", run_id, unrecorded)  # it wins
 
 
 def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:

@@ -46,6 +46,10 @@ class RunBook:
                       counts=json.dumps(dict(counts)), message=message or None,
                       digest=digest, run_id=run_id)
 
+    def stop_run(self, run_id: int, exit_code: int, message: str) -> None:
+        self.db.write(self.sql("stop_run"), ended_at=now_iso(), exit_code=exit_code,
+                      message=message or None, run_id=run_id)
+
     def note_exit(self, run_id: int, exit_code: int) -> None:
         self.db.write(self.sql("note_exit"), exit_code=exit_code, run_id=run_id)
 

@@ -95,6 +95,12 @@ class StateStore:
         of the summary it ended with."""
         self._runs.end_run(run_id, exit_code, counts, message, digest)
 
+    def stop_run(self, run_id: int, exit_code: int, message: str) -> None:
+        """The end of a run stopped by an error (the provider unreachable, credentials
+        refused, a signal before it could stop gracefully ...): its exit code and why, so
+        that it reads as ended, not as a process that died; nothing when it had ended."""
+        self._runs.stop_run(run_id, exit_code, message)
+
     def note_exit(self, run_id: int, exit_code: int) -> None:
         """The exit code the run's process exited with, when it is not the one ``end_run``
         wrote: decided after it (the summary's email failed, 3; a signal, 130 or 143)."""

@@ -22,6 +22,10 @@ STAGES = {"confirmed": "confirmed (on their way)", "created": "created (not conf
           "not started": "not started"}
 # A run's exit code after a signal, and what sent it.
 SIGNALS: dict[int, str] = {ExitCode.INTERRUPTED: "Ctrl-C", ExitCode.TERMINATED: "SIGTERM"}
+# The exit codes of a run that something stopped (the provider, its configuration, the
+# state, a bug): the run's message says what.
+STOPS = (ExitCode.TRY_LATER, ExitCode.CONFIGURATION, ExitCode.STATE_UNUSABLE,
+         ExitCode.INTERNAL_ERROR)
 
 
 def status_lines(summary: Summary) -> list[str]:
@@ -91,6 +95,9 @@ def _stopped(summary: Summary) -> list[str]:
     if run.state == "interrupted":
         return [f"  stopped: run {run.id} did not finish (killed, or its host stopped); the "
                 f"next run resumes the batch"]
+    if run.state == "ended" and run.exit_code in STOPS:
+        return [f"  stopped: run {run.id} ended with exit {run.exit_code}: "
+                f"{run.message or 'no reason recorded'}"]
     return []
 
 

@@ -28,6 +28,11 @@ WHERE id = %(run_id)s;
 -- note_exit --
 UPDATE runs SET exit_code = %(exit_code)s WHERE id = %(run_id)s;
 
+-- stop_run --
+-- A run stopped by an error: its end, code and why; its counts stay the checks' own.
+UPDATE runs SET ended_at = %(ended_at)s, exit_code = %(exit_code)s, message = %(message)s
+WHERE id = %(run_id)s AND ended_at IS NULL;
+
 -- note_inputs --
 UPDATE runs SET inputs = %(digest)s WHERE id = %(run_id)s;
 

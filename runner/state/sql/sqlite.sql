@@ -26,6 +26,11 @@ WHERE id = :run_id;
 -- note_exit --
 UPDATE runs SET exit_code = :exit_code WHERE id = :run_id;
 
+-- stop_run --
+-- A run stopped by an error: its end, code and why; its counts stay the checks' own.
+UPDATE runs SET ended_at = :ended_at, exit_code = :exit_code, message = :message
+WHERE id = :run_id AND ended_at IS NULL;
+
 -- note_inputs --
 UPDATE runs SET inputs = :digest WHERE id = :run_id;
 
