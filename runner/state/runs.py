@@ -16,7 +16,7 @@ from typing import Any
 from runner.lifecycle import PlanAction
 from runner.state.connector import Connector, Row
 from runner.state.history import Approval
-from runner.state.holders import LEASE_TTL
+from runner.state.holders import LEASE_TTL, alive
 from runner.state.leases import Leases
 from runner.state.records import PlanFileRecord, RunRecord, WorkLeft, now_iso
 
@@ -114,8 +114,8 @@ def _run_record(job_name: str, row: Row, lease: Row | None, approved: Row | None
                 calls: dict[str, int] | None = None) -> RunRecord:
     state: Any = "ended"
     if row["ended_at"] is None:
-        live = lease is not None and lease["run_id"] == row["id"] and \
-            time.time() - lease["heartbeat_at"] < LEASE_TTL
+        # A holder known gone (its PID, on this host, no process's) is not waited for.
+        live = lease is not None and lease["run_id"] == row["id"] and alive(lease, None)
         state = "running" if live else "interrupted"
     approval = Approval.from_row(approved) if approved else None
     return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],

@@ -114,9 +114,9 @@ UPDATE plan_files SET run_id = %(run_id)s WHERE id = %(id)s;
 
 -- lease --
 -- The job's lease (its run and heartbeat), or when its holder is gone a live worker's.
-SELECT run_id, heartbeat_at FROM leases WHERE job_name = %(job_name)s
+SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM leases WHERE job_name = %(job_name)s
 UNION ALL
-SELECT run_id, heartbeat_at FROM worker_leases WHERE job_name = %(job_name)s
+SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM worker_leases WHERE job_name = %(job_name)s
 ORDER BY heartbeat_at DESC;
 
 -- lease_held --

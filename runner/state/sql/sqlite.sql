@@ -108,7 +108,7 @@ UPDATE plan_files SET run_id = :run_id WHERE id = :id;
 
 -- lease --
 -- The job's lease (its run and heartbeat), for the runs' state.
-SELECT run_id, heartbeat_at FROM leases WHERE job_name = :job_name;
+SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM leases WHERE job_name = :job_name;
 
 -- lease_held --
 SELECT * FROM leases WHERE job_name = :job_name;
