@@ -37,9 +37,10 @@ def status(job: Path, fmt: str, state: StateLocation | None) -> None:
     Reads the state database only (which must exist); nothing is sent. Pending items are
     counted by how far they went (confirmed, created, not started), and a latest run that
     stopped (funds short, a signal, the provider unreachable or refusing the credentials)
-    says how, or that it did not finish (its process killed). Exits 0 when every item is settled, 1 when any
-    failed, was refused or invalid, is unknown or needs a person, 4 when the latest run
-    stopped short of funds, 5 while items are pending (or none was made yet).
+    says how, or that it did not finish (its process killed). Exits 0 when every item is
+    settled, 1 when any failed, was refused or invalid, is unknown or needs a person, 4
+    when the latest run stopped short of funds, 5 while items are pending (or none was
+    made yet).
 
     \b
     Example:
