@@ -305,7 +305,8 @@ def _plan(job: Job, provider: Provider, options: RunOptions, hooks: RunHooks,
                       plan.shortfall()), plan
     if hooks.ask is not None and plan.paying and not hooks.ask(plan):
         return Ending(ExitCode.PROBLEMS, "cancelled; nothing was sent", refused=True), plan
-    state.record_plan(job.name, job.kind, CHANGED)
+    state.record_plan(job.name, job.kind, CHANGED,
+                      flow.commit_call if flow.doubt_settled_from_state else "")
     _refused_when_quoted(job, flow, plan)
     state.set_outstanding(job.name, stager.outstanding,
                           {n.balance: n.estimated for n in plan.needs})

@@ -113,6 +113,12 @@ class Flow(Generic[ItemT, ClientT]):
     """Base of the per-kind pipelines; ``client`` is the provider client the kind uses."""
 
     commit_call = Call.CONFIRM  # the call that moves money, resolved before the pre-flight
+    # True when ``settle_doubt`` looks the commit up by the item's reference alone (the
+    # record's external_id), never comparing it with the item's row: a commit in doubt is
+    # then looked up from the state alone (``Entry.of_record``), even when its row has
+    # changed or gone since it was sent, since its money may have moved. False: the lookup
+    # compares what it finds with the item, whose row must still make the request planned.
+    doubt_settled_from_state = False
 
     def __init__(self, client: ClientT, run: Run) -> None:
         self.client = client
@@ -320,7 +326,8 @@ class Flow(Generic[ItemT, ClientT]):
         """The call that moves money."""
 
     def settle_doubt(self, entry: Entry[ItemT]) -> None:
-        """Resolve a lost money-moving call by lookup, without sending anything."""
+        """Resolve a lost money-moving call by lookup, without sending anything. With
+        ``doubt_settled_from_state``, from the state alone: the entry has no item."""
 
     def poll(self, entry: Entry[ItemT]) -> bool:
         """Read the item's status once; True when it is final. From the state alone: the

@@ -14,7 +14,9 @@ memory does not grow with the batch.
   data), reading the rows file forward along the page's row numbers (a page behind starts it
   again). An item whose row no longer makes the request planned (the file was edited during
   the run) is not worked, and counted (``unworked``): the run's exit code says so. A poll
-  needs no row: it works from the state alone (``Entry.of_record``).
+  needs no row: it works from the state alone (``Entry.of_record``); so does the lookup of a
+  commit in doubt of a kind that finds it by its external_id alone
+  (``Flow.doubt_settled_from_state``).
 """
 
 from __future__ import annotations

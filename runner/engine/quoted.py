@@ -55,6 +55,7 @@ def same_amount(a: Any, b: Any) -> bool:
 class QuotedFlow(Flow[ItemT, ClientT]):
     created: Call  # the creation's call: a transaction, a payment
     quotation_fields: frozenset[str] = frozenset()
+    doubt_settled_from_state = True  # a confirm is looked up by its external_id alone
 
     # ------------------------------------------------------------ what a subclass says
     def quotation_matches(self, entry: Entry[ItemT], quotation: dict[str, Any]) -> bool:
@@ -102,7 +103,9 @@ class QuotedFlow(Flow[ItemT, ClientT]):
 
     def settle_doubt(self, entry: Entry[ItemT]) -> None:
         """Resolve a confirm whose answer was lost, by lookup, without confirming anything:
-        confirmed -> its status; still CREATED -> the doubt is over (nothing happened)."""
+        confirmed -> its status; still CREATED -> the doubt is over (nothing happened). From
+        the state alone (``doubt_settled_from_state``): the object is found by the item's
+        external_id, and the item (its row) is never read."""
         if entry.record.intent != Call.CONFIRM:
             return
         obj = self.read(lambda: self.client.find_made(entry.ref))

@@ -5,7 +5,9 @@ each page on the run's threads (``runner.engine.phases``), in four steps.
 1. Retry (``--retry-failed``, by the worker that made the plan): each failed item sent again
    under a new external_id, once the provider shows the attempt that failed final, unpaid.
 2. Look up the money-moving calls in doubt (``Flow.commit_call``: sent, their answer lost)
-   before anything else is sent.
+   before anything else is sent; from the state alone for a kind whose lookup needs no
+   row (``Flow.doubt_settled_from_state``), so that an item whose row was edited or
+   removed is looked up all the same.
 3. Pay, window by window (``runner.engine.windows``: a window is a page sized so that no
    quotation expires before its confirm). A call in doubt in it (an item taken over from a
    worker that died) is looked up first (rule 3); then ``_pay``: ``_prepare`` (quotation
@@ -77,8 +79,11 @@ def work(job: Job, flow: Flow[Any, Any], pages: Pages, options: RunOptions, hook
         # A money-moving call in doubt may have moved money already: learn its fate before
         # counting costs for the funds check or leaving it for `runner confirm`. What a
         # lookup settles goes on to the windows (of any worker: taken first, even where
-        # their pass is past it); what stays in doubt is given back.
-        while (page := pages.next("doubt", PAGE, intent=flow.commit_call)) is not None:
+        # their pass is past it); what stays in doubt is given back. A kind that looks its
+        # commit up by reference alone does so from the state: whatever became of the
+        # item's row (edited, deleted), the money it may have moved is learnt.
+        while (page := pages.next("doubt", PAGE, rows=not flow.doubt_settled_from_state,
+                                  intent=flow.commit_call)) is not None:
             try:
                 phase.run("look up", flow.settle_doubt, page)
             except BaseException:

@@ -45,9 +45,10 @@ class PlanBook:
     def clear_plan(self, job_name: str) -> None:
         self.db.write(self.sql("clear_plan"), job_name=job_name)
 
-    def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
+    def record_plan(self, job_name: str, kind: str, conflict: str, looked_up: str = ""
+                    ) -> None:
         self.db.write(self.sql("record_plan"), job_name=job_name, kind=kind,
-                      conflict=conflict, stamp=now_iso())
+                      conflict=conflict, looked_up=looked_up, stamp=now_iso())
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         rows = self.db.read(self.sql("staged"), job_name=job_name, ids=list(external_ids))

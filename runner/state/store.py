@@ -310,17 +310,20 @@ class StateStore:
         """Forget the job's staged plan and its outstanding cost (``set_outstanding``)."""
         self._plans.clear_plan(job_name)
 
-    def record_plan(self, job_name: str, kind: str, conflict: str) -> None:
+    def record_plan(self, job_name: str, kind: str, conflict: str, looked_up: str = ""
+                    ) -> None:
         """Record the staged plan in one transaction, once its checks passed: its new items
         (``action`` new), the rows of resumed items that changed before anything was sent
         for them, the items changed after their payment started (a conflict, with
         ``conflict`` as its message; but those confirmed, which are followed to their final
-        status whatever became of their rows), for the items paid or on their way, what
+        status whatever became of their rows, and those in doubt of ``looked_up``, the
+        money-moving call the kind looks up from the state alone, which the run looks up
+        first: their money may have moved), for the items paid or on their way, what
         their row asks now when it is not what was paid (``ItemRecord.changed_to``), and the
         payee checks' findings: each item's kept with it, an item the check holds
         (``action`` held) recorded ``held`` (with the plan's ``why``) unless it is final or
         in doubt, and one held before that the plan pays now pending again."""
-        self._plans.record_plan(job_name, kind, conflict)
+        self._plans.record_plan(job_name, kind, conflict, looked_up)
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         """external_id -> its staged plan entry, for those of ``external_ids`` staged."""

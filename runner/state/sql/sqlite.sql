@@ -278,7 +278,8 @@ DELETE FROM job_rest WHERE job_name = :job_name;
 -- The staged plan recorded (StateStore.record_plan): new items (and held ones the state
 -- never had); resumed items whose rows changed before anything was sent; items changed
 -- after their payment started a conflict (not those confirmed: they are followed to their
--- final status); what the row asks now of an item paid or on its way, when it is not what
+-- final status; nor those in doubt of :looked_up, the call looked up from the state
+-- alone: their money may have moved); what the row asks now of an item paid or on its way, when it is not what
 -- was paid (rows that stay as they were are not touched: their updated_at tells a run of
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
@@ -303,7 +304,7 @@ WHERE plan_items.job_name = :job_name AND plan_items.action = 'resume'
   AND plan_items.changed = 1 AND items.external_id = plan_items.external_id;
 UPDATE items SET outcome = 'conflict', error_code = 'changed', error_message = :conflict,
        updated_at = :stamp
-WHERE step <> 'confirmed' AND external_id IN (
+WHERE step <> 'confirmed' AND (intent IS NULL OR intent <> :looked_up) AND external_id IN (
     SELECT external_id FROM plan_items WHERE job_name = :job_name AND action = 'changed');
 UPDATE items SET changed_to = CASE WHEN plan_items.changed = 1 THEN plan_items.fingerprint END,
        updated_at = :stamp
