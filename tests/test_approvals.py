@@ -5,6 +5,8 @@ of what was sent."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,6 +245,40 @@ def test_a_plan_applied_again_resumes_its_run_and_never_sends_more(
     before = posts(adm)
     assert cli("apply", str(plan), "--state", str(state), "--yes").exit_code == 1
     assert posts(adm) == before
+    with open_state(state) as store:
+        assert [r.id for r in store.runs("pay-2026-11")] == [1]
+
+
+def test_an_apply_started_while_the_lease_is_held_is_refused_before_its_plan_is_admitted(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    """The state opened once per apply, and the job's lease taken on it first: a second apply
+    (or an edited plan's) exits 75 before its plan is read against the state, recorded or
+    sent; once the lease is free the plan is paid, once."""
+    job = people_job(tmp_path, sb)
+    plan = tmp_path / "pay.plan.json"
+    assert cli("plan", str(job), "--state", str(state), "-o", str(plan)).exit_code == 0
+    plan_id = json.loads(plan.read_text())["id"]
+    edited = tmp_path / "edited.json"
+    content = json.loads(plan.read_text())
+    content["items"][0]["amount"] = "1000.00"
+    edited.write_text(json.dumps(content))
+    held = [f"error: job pay-2026-11 is being run by pid {os.getpid()} on "
+            f"{socket.gethostname()} (run 41); try later"]
+    before = posts(adm)
+    with open_state(state) as holder, holder.join("pay-2026-11") as worker:
+        worker.started(41)
+        for applied in (plan, edited):  # the edited plan's refusal (exit 2) is not reached
+            result = cli("apply", str(applied), "--state", str(state), "--yes")
+            assert (result.exit_code, out_lines(result), err_lines(result)) == (75, [], held)
+    assert posts(adm) == before
+    with open_state(state) as store:
+        kept = store.plan_file(plan_id)
+        assert store.runs("pay-2026-11") == [] and list(store.items("pay-2026-11")) == []
+    assert kept is not None and kept.run_id is None
+    assert err_lines(cli("apply", str(edited), "--state", str(state), "--yes"))[0].startswith(
+        "the plan is refused: the plan file was edited since it was made: items[0] ")
+    assert cli("apply", str(plan), "--state", str(state), "--yes").exit_code == 1  # row 5
+    assert confirmed(sb) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
     with open_state(state) as store:
         assert [r.id for r in store.runs("pay-2026-11")] == [1]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import simplejson
@@ -18,6 +18,7 @@ from runner.cli.run import (
     INCLUDE_UNCHANGED,
     QUOTE,
     RETRY_FAILED,
+    Admission,
     _execute,
     run_options,
 )
@@ -26,6 +27,9 @@ from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
     from runner.engine.plan import Plan
+    from runner.engine.plan_file import AppliedPlan
+    from runner.errors import PlanRefused
+    from runner.job import Job
     from runner.state import StateStore
 
 
@@ -184,9 +188,8 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     """
     from runner.engine.approvals import admit
     from runner.engine.plan import who
-    from runner.engine.plan_file import read_plan
+    from runner.engine.plan_file import job_file, read_plan
     from runner.errors import BadStateLocation, PlanRefused
-    from runner.state import open_state
     from runner.state.locations import planned_location
 
     user, host = who()
@@ -197,15 +200,25 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
             location = planned_location(content["state"], state, plan_file)
         except BadStateLocation as exc:
             raise PlanRefused([str(exc)]) from None
-        with open_state(location, create=False) as store:
-            job, applied = admit(content, digest, store, approved_by, user, host, now)
-    except PlanRefused as refused:  # as a refusal after the plan is made again reads
-        click.echo(f"{refused}; nothing was sent", err=True)
-        sys.exit(refused.exit_code)
-    _execute(job.path, location, concurrency, yes, allow_partial, quiet, verbose,
-             confirm_only=False, applied=applied,
+    except PlanRefused as refused:
+        _refused(refused)
+
+    def admitted(store: StateStore) -> tuple[Job, AppliedPlan | None]:
+        try:  # on the state the run pays on, under the lease of the job the plan names
+            return admit(content, digest, store, approved_by, user, host, now)
+        except PlanRefused as refused:
+            _refused(refused)
+
+    _execute(job_file(content), location, concurrency, yes, allow_partial, quiet, verbose,
+             confirm_only=False, admission=Admission(str(content["job"]["name"]), admitted),
              ask=lambda plan: _ask_file(content, digest, plan), log_format=log_format,
              metrics_file=metrics_file)
+
+
+def _refused(refused: PlanRefused) -> NoReturn:
+    """A plan file refused: as a refusal after the plan is made again reads."""
+    click.echo(f"{refused}; nothing was sent", err=True)
+    sys.exit(refused.exit_code)
 
 
 def _ask_file(content: dict[str, Any], digest: str, plan: Plan) -> bool:

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,15 +141,26 @@ def _metrics(path: Path, job: Path) -> RunMetrics:
     return seen
 
 
+@dataclass(frozen=True)
+class Admission:
+    """What a run pays, taken once the state is open and the job's lease (``job_name``'s)
+    held: ``admit`` gives the job and, for `runner apply`, the plan file as admitted on that
+    state (``runner.engine.approvals.admit``: or refused, nothing sent)."""
+
+    job_name: str
+    admit: Callable[[StateStore], tuple[Job, AppliedPlan | None]]
+
+
 def _execute(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
              allow_partial: bool, quiet: bool, verbose: bool, confirm_only: bool,
-             retry_failed: bool = False, applied: AppliedPlan | None = None,
+             retry_failed: bool = False, admission: Admission | None = None,
              include_unchanged: bool = False,
              ask: Callable[[Plan], bool] | None = None,
              log_format: str | None = None, metrics_file: Path | None = None,
              allow_duplicates: bool = False) -> None:
-    """Run JOB (or apply a plan file: ``applied``) with the terminal's question (``ask``,
-    by default the plan made now, shown) and progress, and exit with its code."""
+    """Run JOB (or apply a plan file: ``admission``, on the state it was made on, which
+    must exist) with the terminal's question (``ask``, by default the plan made now, shown)
+    and progress, and exit with its code."""
     from runner import logs
     from runner.cli.progress import echo_status, progress_for
     from runner.connect import connect
@@ -163,18 +175,18 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
                   log_format, logging.DEBUG if verbose else logging.INFO)
     on_exit(_ended)
     seen = _metrics(metrics_file, job) if metrics_file is not None else None
-    loaded = load_job(job)
+    applying = admission is not None
+    templates: Templates | None = None
+    if admission is None:
+        loaded = load_job(job)
+        require_plan(loaded, applying=False)  # before the state is opened or made
+        templates = check_summary(loaded)  # a broken template stops us before money moves
+        admission = Admission(loaded.name, lambda _: (loaded, None))
     logs.unbind()
-    logs.bind(job=loaded.name)
+    logs.bind(job=admission.job_name)
     if seen is not None:
-        seen.job = loaded.name
-    require_plan(loaded, applied is not None)  # before the state is opened or made
-    templates = check_summary(loaded)  # a broken summary template stops us before money moves
+        seen.job = admission.job_name
     tty = sys.stdin.isatty() and sys.stderr.isatty()
-    options = RunOptions(concurrency=concurrency, allow_partial=allow_partial,
-                         confirm=True if confirm_only else None, confirm_only=confirm_only,
-                         retry_failed=retry_failed, include_unchanged=include_unchanged,
-                         applied=applied, allow_duplicates=allow_duplicates)
     progress = progress_for(sys.stderr.isatty(), quiet)
     hooks = RunHooks(ask=(ask or _ask) if tty and not yes else None,
                      on_progress=progress.step, on_phase=progress.phase,
@@ -188,14 +200,25 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
         stopped_by.append(signum)
         clock.stop.set()
 
-    # The state opened once, for the run, its summary and its exit code.
-    with open_state(location_of(state)) as st:
+    # The state opened once, for the plan file's admission, the run, its summary and its
+    # exit code.
+    with open_state(location_of(state), create=not applying) as st:
         previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            # The lease first: a second run is refused before the slow part of its start.
-            with st.join(loaded.name) as worker, progress, connect(
-                    loaded, state_dir_of(state), pool=options.workers(loaded)) as provider:
-                result = run_job(loaded, provider, worker, options, hooks, clock)
+            # The lease first: a second run (or apply) is refused before anything is
+            # admitted or sent, and before the slow part of its start.
+            with st.join(admission.job_name) as worker:
+                loaded, applied = admission.admit(st)
+                if templates is None:  # a plan file's job, known once it is admitted
+                    templates = check_summary(loaded)
+                options = RunOptions(concurrency=concurrency, allow_partial=allow_partial,
+                                     confirm=True if confirm_only else None,
+                                     confirm_only=confirm_only, retry_failed=retry_failed,
+                                     include_unchanged=include_unchanged, applied=applied,
+                                     allow_duplicates=allow_duplicates)
+                with progress, connect(loaded, state_dir_of(state),
+                                       pool=options.workers(loaded)) as provider:
+                    result = run_job(loaded, provider, worker, options, hooks, clock)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
