@@ -75,6 +75,35 @@ HELP = (
 )
 
 
+# When a command gives a code for the same reasons as others do; what its other codes mean
+# (0, 1, 2 ...) each command's --help says itself, in ``exits``.
+UNREACHABLE = 'the provider stays unreachable or answers "later" after retries'
+WHEN = {
+    ExitCode.STATE_UNUSABLE: "the state database (or a file to write) cannot be used",
+    ExitCode.TRY_LATER: f"{UNREACHABLE}, or the state stays locked",
+    ExitCode.CONFIGURATION: "the provider refuses the credentials or its TLS certificate is "
+                            "not trusted",
+}
+
+
+def exits(*codes: ExitCode | tuple[ExitCode, str]) -> str:
+    """The sentence in which a command's --help states every code it gives: each with when
+    (the command's own words, or ``WHEN``'s), as "Exits 0 when ...; 2 when ...; or 75
+    when ..."."""
+    cases = [f"{int(code)} when {when}" for code, when in
+             (code if isinstance(code, tuple) else (code, WHEN[code]) for code in codes)]
+    return "Exits " + "; ".join(cases[:-1]) + ("; or " if len(cases) > 1 else "") + \
+        cases[-1] + "."
+
+
+def listed(*codes: ExitCode) -> str:
+    """The codes a command gives, for a --help whose words say some of them: `runner --help`
+    says each."""
+    numbers = [str(int(code)) for code in codes]
+    return f"Exit codes: {', '.join(numbers[:-1])} or {numbers[-1]} (`runner --help` says " \
+           f"each)."
+
+
 def help_lines(width: int = 80) -> list[str]:
     """The codes as `runner --help` lists them: the code, then its meaning, wrapped."""
     return [line for code, text in HELP

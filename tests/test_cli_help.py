@@ -98,3 +98,24 @@ def test_shell_completion_is_documented_and_works() -> None:
         "_RUNNER_COMPLETE": "bash_complete", "COMP_WORDS": "runner run --log-f",
         "COMP_CWORD": "2"})
     assert options.output.split() == ["plain,--log-format"]
+
+
+def test_a_command_that_states_its_exit_codes_states_every_one_it_gives() -> None:
+    """validate gives 75 and 78 too (the provider busy or unreachable, the credentials or
+    certificate refused); the codes a --help states are runner's, in its words."""
+    def helped(*path: str) -> str:
+        return " ".join(CliRunner().invoke(main, [*path, "--help"]).output.split())
+
+    assert ('Exits 0 when every item is valid; 2 when anything is invalid; 75 when the '
+            'provider stays unreachable or answers "later" after retries; or 78 when the '
+            'provider refuses the credentials or its TLS certificate is not trusted.'
+            ) in helped("validate")
+    assert "or 75 when the state stays locked." in helped("status")
+    for command in ("run", "apply", "confirm"):
+        assert "Exit codes: 0, 1, 2, 3, 4, 74, 75, 78, 130 or 143 (`runner --help` says " \
+               "each)." in helped(command), command
+    for path in walk(main):
+        text = helped(*path)
+        stated = re.findall(r"(?:Exits|Exit codes:) (.*?)\.(?: |$)", text)
+        numbers = {int(n) for sentence in stated for n in re.findall(r"\b(\d+)\b", sentence)}
+        assert numbers <= {int(code) for code in ExitCode}, path

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import click
 import simplejson
 
-from runner.cli.options import reports_errors
+from runner.cli.options import reports_errors, states
+from runner.exit_codes import ExitCode, exits
 
 if TYPE_CHECKING:
     from runner.engine.plan_listing import Listing
@@ -45,6 +46,8 @@ def passphrase_for(key: Path) -> Callable[[], str | None]:
               show_default=True, help="csv: one line per item to pay.")
 @JOB_OPTION
 @reports_errors
+@states(exits((ExitCode.OK, "it is listed"),
+              (ExitCode.USAGE, "PLAN is not a whole plan file")))
 def show(plan_file: Path, fmt: str, job: Path | None) -> None:
     """List what the plan file PLAN pays, from the file itself (nothing is made again).
 
@@ -53,7 +56,7 @@ def show(plan_file: Path, fmt: str, job: Path | None) -> None:
     the totals per currency, the items the plan does not pay and why, the balances when it
     was made, who planned it, and each signature: who signed (the principal run.approvers
     names for its key), the key, when, and whether it holds. Reads files only; sends
-    nothing. Exits 2 when PLAN is not a whole plan file.
+    nothing. EXITS
 
     \b
     Example:
@@ -88,6 +91,9 @@ def show(plan_file: Path, fmt: str, job: Path | None) -> None:
 @click.option("--yes", is_flag=True, help="Do not show the plan and ask first.")
 @JOB_OPTION
 @reports_errors
+@states(exits((ExitCode.OK, "the signature is added"),
+              (ExitCode.USAGE, "it is refused or the key cannot sign"),
+              (ExitCode.STATE_UNUSABLE, "the plan file cannot be written")))
 def approve(plan_file: Path, sign: Path, yes: bool, job: Path | None) -> None:
     """Approve the plan file PLAN: add your signature to it (run.four_eyes).
 
@@ -95,7 +101,7 @@ def approve(plan_file: Path, sign: Path, yes: bool, job: Path | None) -> None:
     2, the file left as it is) when your key is not in run.approvers, signed the plan
     already (a planner does not approve his own plan), when the plan's signatures do not
     hold (it was edited since it was signed), or when it expired. Once run.approvals keys
-    approved it, `runner apply PLAN` pays it (from cron too). Sends nothing.
+    approved it, `runner apply PLAN` pays it (from cron too). Sends nothing. EXITS
 
     \b
     Example:

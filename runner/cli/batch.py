@@ -18,8 +18,9 @@ from runner.cli.options import (
     reports_errors,
     state_dir_of,
     state_option,
+    states,
 )
-from runner.exit_codes import ExitCode
+from runner.exit_codes import ExitCode, exits
 from runner.lifecycle import Outcome
 from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
@@ -31,16 +32,21 @@ from runner.state.locations import StateLocation
               show_default=True, help="json: the summary's counts and lists, for machines.")
 @state_option
 @reports_errors
+@states(exits((ExitCode.OK, "every item is settled"),
+              (ExitCode.PROBLEMS, "any failed, was refused or invalid, is unknown or needs a "
+                                  "person"),
+              (ExitCode.USAGE, "JOB is invalid or the state database does not exist"),
+              (ExitCode.FUNDS_SHORT, "the latest run stopped short of funds"),
+              (ExitCode.PENDING, "items are pending (or none was made yet)"),
+              (ExitCode.STATE_UNUSABLE, "the state database cannot be used"),
+              (ExitCode.TRY_LATER, "the state stays locked")))
 def status(job: Path, fmt: str, state: StateLocation | None) -> None:
     """Counts per state of JOB's items, the items in doubt and those needing a person.
 
     Reads the state database only (which must exist); nothing is sent. Pending items are
     counted by how far they went (confirmed, created, not started), and a latest run that
     stopped (funds short, a signal, the provider unreachable or refusing the credentials)
-    says how, or that it did not finish (its process killed). Exits 0 when every item is
-    settled, 1 when any failed, was refused or invalid, is unknown or needs a person, 4
-    when the latest run stopped short of funds, 5 while items are pending (or none was
-    made yet).
+    says how, or that it did not finish (its process killed). EXITS
 
     \b
     Example:
@@ -71,6 +77,9 @@ def status(job: Path, fmt: str, state: StateLocation | None) -> None:
               help="Lookups at a time (default: the job's run.concurrency).")
 @state_option
 @reports_errors
+@states(exits((ExitCode.OK, "all agree"), (ExitCode.PROBLEMS, "any differs"),
+              (ExitCode.USAGE, "JOB is invalid or the state database does not exist"),
+              ExitCode.STATE_UNUSABLE, ExitCode.TRY_LATER, ExitCode.CONFIGURATION))
 def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation | None) -> None:
     """Compare every item of JOB's state with the provider's own record of it.
 
@@ -78,11 +87,10 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation
     concurrency) and its status, ids, amounts and fee compared; rows the state does not
     hold are looked up too, and each settled currency's total is compared with the
     provider's records of the same items. Lists every difference (unknown to the state,
-    missing at the provider, a status or amount that differs); exits 0 when all agree, 1
-    otherwise. Sends nothing but reads; what changes the batch (a payment reversed after
-    it settled, an earlier attempt paid after all beside its retry) is recorded in the
-    state, for status, the summary and exit codes to say. Safe at any time, also while a
-    run is going on.
+    missing at the provider, a status or amount that differs). Sends nothing but reads;
+    what changes the batch (a payment reversed after it settled, an earlier attempt paid
+    after all beside its retry) is recorded in the state, for status, the summary and exit
+    codes to say. Safe at any time, also while a run is going on. EXITS
 
     \b
     Example:

@@ -140,6 +140,18 @@ def _exited(code: Any) -> None:
         hook(code if isinstance(code, int) else 0 if code is None else 1)
 
 
+def states(exit_codes: str) -> Callable[[F], F]:
+    """The command's --help with ``exit_codes`` (``runner.exit_codes.exits`` or ``listed``)
+    where its docstring says EXITS: built from the codes themselves, never written twice.
+    Put below ``reports_errors``, which copies the docstring."""
+    def stated(f: F) -> F:
+        assert f.__doc__ is not None and "EXITS" in f.__doc__, f
+        f.__doc__ = f.__doc__.replace("EXITS", exit_codes)
+        return f
+
+    return stated
+
+
 def reports_errors(f: F) -> F:
     """Turn runner's errors into a message and the documented exit code; no traceback unless
     --debug. Then the hooks of ``on_exit`` (the metrics file) learn the code."""

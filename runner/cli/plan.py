@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 import simplejson
 
-from runner.cli.options import location_of, reports_errors, state_dir_of, state_option
+from runner.cli.options import location_of, reports_errors, state_dir_of, state_option, states
 from runner.cli.run import (
     ALLOW_DUPLICATES,
     FORMAT,
     INCLUDE_UNCHANGED,
+    PAYING,
     QUOTE,
     RETRY_FAILED,
     Admission,
     _execute,
     run_options,
 )
-from runner.exit_codes import ExitCode
+from runner.exit_codes import ExitCode, exits, listed
 from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
@@ -132,6 +133,9 @@ def _drop(planned: Any) -> None:
                    "run.approvers; a passphrase from $RUNNER_KEY_PASSPHRASE or asked).")
 @state_option
 @reports_errors
+@states(exits((ExitCode.OK, "a run could go"), (ExitCode.USAGE, "invalid items stop it"),
+              (ExitCode.FUNDS_SHORT, "the balances are short"), ExitCode.STATE_UNUSABLE,
+              ExitCode.TRY_LATER, ExitCode.CONFIGURATION))
 def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool,
          allow_duplicates: bool, fmt: str, output: Path | None, verify: bool,
          sign: Path | None, state: StateLocation | None) -> None:
@@ -146,8 +150,7 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool,
     checks' findings (--verify, run.verify_payees), then per balance the amounts (and fees
     with --quote) against what it holds. -o writes the plan file for `runner apply` (and
     keeps it in the state); with run.four_eyes, --sign KEY signs it as its planner.
-    Exits 0 when a run could go, 2 when invalid items stop it, 4 when the balances are
-    short.
+    EXITS
 
     \b
     Example:
@@ -168,6 +171,7 @@ def plan(job: Path, quote: bool, retry_failed: bool, include_unchanged: bool,
                    "(default: the user running apply); under four eyes the signers are.")
 @run_options
 @reports_errors
+@states(listed(*PAYING))
 def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
           concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool,
           verbose: bool, log_format: str | None, metrics_file: Path | None) -> None:
@@ -180,7 +184,7 @@ def apply(plan_file: Path, approved_by: str | None, state: StateLocation | None,
     approved it (`runner approve`). It is paid on the state the plan was made on (--state
     naming another is refused), once: applying it again resumes the run that applied it.
     The state and the summary name who planned and who approved. Without a terminal (cron)
-    nothing is asked. Otherwise as `runner run`, whose options it takes.
+    nothing is asked. Otherwise as `runner run`, whose options it takes. EXITS
 
     \b
     Example:

@@ -24,9 +24,10 @@ from runner.cli.options import (
     reports_errors,
     state_dir_of,
     state_option,
+    states,
 )
 from runner.errors import RunnerError
-from runner.exit_codes import ExitCode, signalled
+from runner.exit_codes import UNREACHABLE, ExitCode, exits, listed, signalled
 from runner.job.limits import CONCURRENCY_MAX
 from runner.state.locations import StateLocation
 
@@ -39,6 +40,10 @@ if TYPE_CHECKING:  # annotations only: the commands import the library where the
     from runner.state import StateStore
     from runner.summary import Templates
 
+# The codes of the commands that pay (run, confirm, apply).
+PAYING = (ExitCode.OK, ExitCode.PROBLEMS, ExitCode.USAGE, ExitCode.SUMMARY_NOT_SENT,
+          ExitCode.FUNDS_SHORT, ExitCode.STATE_UNUSABLE, ExitCode.TRY_LATER,
+          ExitCode.CONFIGURATION, ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 QUOTE = click.option("--quote", is_flag=True,
                      help="Ask real quotations (dryrun- external_ids, never confirmed) for the "
                           "true cost with fees.")
@@ -66,11 +71,14 @@ ALLOW_DUPLICATES = click.option(
 @FORMAT
 @state_option
 @reports_errors
+@states(exits((ExitCode.OK, "every item is valid"), (ExitCode.USAGE, "anything is invalid"),
+              (ExitCode.TRY_LATER, UNREACHABLE),
+              ExitCode.CONFIGURATION))
 def validate(job: Path, quote: bool, fmt: str, state: StateLocation | None) -> None:
     """Check every item of JOB against the provider's rules; nothing is sent.
 
     Prints each problem as FILE:ROW: FIELD: message, then a closing line with the counts and
-    the totals per currency. Exits 2 when anything is invalid, 0 otherwise.
+    the totals per currency. EXITS
 
     \b
     Example:
@@ -320,6 +328,7 @@ def run_options(f: F) -> F:
 @ALLOW_DUPLICATES
 @run_options
 @reports_errors
+@states(listed(*PAYING))
 def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
         include_unchanged: bool, allow_duplicates: bool, state: StateLocation | None,
         concurrency: int | None, yes: bool, allow_partial: bool, quiet: bool, verbose: bool,
@@ -335,7 +344,7 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
     is applied instead.
     An item paying what another item of the batch pays (its beneficiary, amount, currency)
     is held, not paid, and the run exits 1, unless its row's allow_duplicate column or
-    --allow-duplicates says to pay it.
+    --allow-duplicates says to pay it. EXITS
 
     \b
     Example:
@@ -362,12 +371,13 @@ def run(job: Path, dry_run: bool, quote: bool, fmt: str, retry_failed: bool,
 @job_argument
 @run_options
 @reports_errors
+@states(listed(*PAYING))
 def confirm(job: Path, state: StateLocation | None, concurrency: int | None, yes: bool,
             allow_partial: bool, quiet: bool, verbose: bool, log_format: str | None,
             metrics_file: Path | None) -> None:
     """Confirm what JOB created and left unconfirmed (a job run with `confirm: false`).
 
-    Refused under run.four_eyes (exit 2, nothing sent).
+    Refused under run.four_eyes (exit 2, nothing sent). EXITS
 
     \b
     Example:
