@@ -25,6 +25,9 @@ from runner.lifecycle import Outcome
 from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
 
+# What status and reconcile, which only read the state, exit 2 for.
+NO_STATE = (ExitCode.USAGE, "JOB is invalid or the state database does not exist")
+
 
 @click.command()
 @job_argument
@@ -35,7 +38,7 @@ from runner.state.locations import StateLocation
 @states(exits((ExitCode.OK, "every item is settled"),
               (ExitCode.PROBLEMS, "any failed, was refused or invalid, is unknown or needs a "
                                   "person"),
-              (ExitCode.USAGE, "JOB is invalid or the state database does not exist"),
+              NO_STATE,
               (ExitCode.FUNDS_SHORT, "the latest run stopped short of funds"),
               (ExitCode.PENDING, "items are pending (or none was made yet)"),
               (ExitCode.STATE_UNUSABLE, "the state database cannot be used"),
@@ -78,7 +81,7 @@ def status(job: Path, fmt: str, state: StateLocation | None) -> None:
 @state_option
 @reports_errors
 @states(exits((ExitCode.OK, "all agree"), (ExitCode.PROBLEMS, "any differs"),
-              (ExitCode.USAGE, "JOB is invalid or the state database does not exist"),
+              NO_STATE,
               ExitCode.STATE_UNUSABLE, ExitCode.TRY_LATER, ExitCode.CONFIGURATION))
 def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation | None) -> None:
     """Compare every item of JOB's state with the provider's own record of it.
