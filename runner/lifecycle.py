@@ -190,6 +190,9 @@ FINAL = frozenset({State.SETTLED, State.FAILED, State.UNKNOWN, State.CONFLICT})
 PARKED = frozenset({State.REFUSED, State.HELD})
 # Nothing in doubt, nothing final: the item's next call may be sent.
 SENDABLE = frozenset({State.TODO, State.REFUSED, State.AWAITING_CONFIRM})
+# What a plan may make due for a worker's claim (``items.due_at``): all but the final and
+# the held.
+CLAIMABLE = SENDABLE | {State.IN_DOUBT, State.POLLING}
 
 
 def claimable(*, confirm: bool) -> frozenset[State]:

@@ -206,11 +206,11 @@ ANOTHER_NS = "pid:[4026530001]"  # a PID namespace that is not this process's
 
 
 def _lease_row(whose: str) -> dict[str, object]:
-    """A lease row left by a run that is gone (or, for the last three, may be alive)."""
+    """A worker row left by a run that is gone (or, for the last three, may be alive)."""
     me = this_process()
     row: dict[str, object] = {
         "job_name": JOB_NAME, "run_id": 7, "host": me.host, "pid": _dead_pid(),
-        "token": "old", "heartbeat_at": time.time(), "boot_id": me.boot_id,
+        "worker_id": "old", "heartbeat_at": time.time(), "boot_id": me.boot_id,
         "pid_ns": me.pid_ns, "locked": 0}
     if whose == "stale heartbeat":
         row.update(pid=os.getpid(), heartbeat_at=time.time() - LEASE_TTL - 5)
@@ -237,7 +237,7 @@ def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: Running
     row = _lease_row(whose)
     open_state(state).close()  # made, at runner's schema
     with contextlib.closing(sqlite3.connect(state)) as db, db:
-        db.execute(f"INSERT INTO leases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        db.execute(f"INSERT INTO workers ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                    list(row.values()))
     lock = JobLock(state, JOB_NAME)
     if whose.endswith("its lock held"):  # a live process on this kernel holds it
@@ -256,7 +256,7 @@ def test_an_abandoned_lease_is_taken_over(whose: str, blocked: bool, sb: Running
                       [])
     assert confirmed(sb) == EVERY
     with contextlib.closing(sqlite3.connect(state)) as db:
-        assert db.execute("SELECT * FROM leases").fetchall() == []  # released at the end
+        assert db.execute("SELECT * FROM workers").fetchall() == []  # gone at the end
     assert lock.take() is True  # and its lock let go
 
 

@@ -40,8 +40,8 @@ from engine_support import (
 
 from runner import errors
 from runner.engine.flow import Entry
+from runner.engine.pages import poll_wait
 from runner.engine.phases import each
-from runner.engine.work import poll_wait
 from runner.errors import (
     AlreadyConfirmed,
     AuthenticationError,

@@ -1,11 +1,12 @@
 """Cooperating workers: several runs of one job at once on one PostgreSQL state, against a
 loopback sandbox. They share the items (each worker pays some, every item is paid once),
 the plan is made once and the summary written once, by the last to finish; a worker that
-dies leaves its items claimed until its claims expire, and the worker that takes them over
-looks up first the call that was in doubt (rule 3)."""
+dies leaves its items claimed until its heartbeat goes stale, and the worker that takes them
+over looks up first the call that was in doubt (rule 3)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -77,30 +78,44 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
     job = write_job(tmp_path, sb, rows(4), prefix="w", concurrency=2)
     made = run(job, pg_url, confirm=False)
     assert made.exit_code == 0
-    # A worker on another host claims two items, sends the confirm of the first (the
-    # provider confirms it) and dies before its answer is recorded.
-    dead = "elsewhere:4242:dead"
-    with open_state(pg_url) as store:
-        claimed = store.claim_next(JOB, dead, 2, 600, "dead:work")
-        assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
+    # Another worker of the round claims two items once the plan made them due, sends the
+    # confirm of the first (the provider confirms it) and dies before its answer is
+    # recorded: its heartbeat is fresh until it goes stale.
+    dying = contextlib.ExitStack()
+    dead_store = dying.enter_context(open_state(pg_url))
+    dead = dying.enter_context(dead_store.join(JOB)).name
+    claimed: list[Any] = []
+    counted: list[int] = []
+
+    def dead_worker(paying: int) -> None:
+        claimed.extend(dead_store.claim(JOB, dead, 2, 600))
         lost = claimed[0]
-        store.begin_attempt(made_run(store), lost.external_id, "confirm",
-                            {"transaction": lost.transaction_id})
-    answer = Api(sb.url, (KEY, SECRET)).post(f"{MT}/transactions/{lost.transaction_id}/confirm")
-    assert answer.status_code == 200, answer.text
-    before = posts(adm)["POST confirm"]
+        dead_store.begin_attempt(made_run(dead_store), lost.external_id, "confirm",
+                                 {"transaction": lost.transaction_id})
+        answer = Api(sb.url, (KEY, SECRET)).post(
+            f"{MT}/transactions/{lost.transaction_id}/confirm")
+        assert answer.status_code == 200, answer.text
+        counted.append(posts(adm)["POST confirm"])
+
     results: list[RunResult] = []
     worker = threading.Thread(target=lambda: results.append(
-        run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)))
+        run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0,
+            on_batch=dead_worker)))
     worker.start()
+    try:
+        until(lambda: bool(counted))
+        assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
+        lost, before = claimed[0], counted[0]
 
-    # The live worker confirms what is free, and waits for what the dead one holds.
-    until(lambda: posts(adm)["POST confirm"] - before == 2)
-    with open_state(pg_url) as store:
-        assert store.claimants(JOB) == [dead] and worker.is_alive()
-        record = store.item(lost.external_id)
-        assert record is not None and record.intent == "confirm"
-        store.expire_claims(JOB, dead)  # as its claims' time running out does
+        # The live worker confirms what is free, and waits for what the dead one holds.
+        until(lambda: posts(adm)["POST confirm"] - before == 2)
+        with open_state(pg_url) as store:
+            assert store.claimants(JOB) == [dead] and worker.is_alive()
+            record = store.item(lost.external_id)
+            assert record is not None and record.intent == "confirm"
+            store.forget_worker(JOB, dead)  # as its heartbeat going stale does
+    finally:
+        dying.close()
     worker.join(timeout=120)
 
     assert results[0].summary is not None
@@ -162,19 +177,23 @@ def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
 
     job = write_job(tmp_path, sb, rows(4), prefix="x", concurrency=2)
     assert run(job, pg_url, confirm=False).exit_code == 0
-    dead = "elsewhere:4343:dead"
-    with open_state(pg_url) as store:
-        held = store.claim_next(JOB, dead, 2, 600, "dead:work")
-    assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
+    # Another worker of the round claims two items once the plan made them due, and dies.
+    dying = contextlib.ExitStack()
+    dead_store = dying.enter_context(open_state(pg_url))
+    dead = dying.enter_context(dead_store.join(JOB)).name
+    held: list[Any] = []
     look = Pages.wait_for_others
 
     def expiring_first(pages: Pages, sleep: Callable[[float], None]) -> bool:
         with open_state(pg_url) as store:
-            store.expire_claims(JOB, dead)  # as its claims' time running out does
+            store.forget_worker(JOB, dead)  # as its heartbeat going stale does
         return look(pages, sleep)
 
     monkeypatch.setattr(Pages, "wait_for_others", expiring_first)
-    result = run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)
+    with dying:
+        result = run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0,
+                     on_batch=lambda paying: held.extend(dead_store.claim(JOB, dead, 2, 600)))
+    assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
     assert result.summary is not None
     assert (result.exit_code, dict(result.summary.counts)) == (0, {"settled": 4})
     assert confirmed(sb) == {f"x-e{i:04d}": 1 for i in range(4)}

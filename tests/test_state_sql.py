@@ -1,5 +1,5 @@
 """Each backend's SQL, in its own dialect, one file each (runner/state/sql): the same names
-in both (but the few only PostgreSQL needs: its locks, its workers' own leases, its
+in both (but the few only PostgreSQL needs: its locks and its
 sequences), and every SQLite statement prepared against a state at runner's schema, so that
 a misspelt column or a parameter in the other dialect's style fails here, not mid-run."""
 
@@ -15,8 +15,7 @@ from runner.state.records import COLUMNS
 from runner.state.sql import Queries
 from runner.state.sqlite_schema import migrations
 
-POSTGRESQL_ONLY = {"lock", "lock_session", "unlock_session", "reset_ids", "forget_dead_workers",
-                   "take_worker_lease"}
+POSTGRESQL_ONLY = {"lock", "lock_session", "unlock_session", "reset_ids"}
 
 
 def test_both_dialects_name_the_same_statements() -> None:

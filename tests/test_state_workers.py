@@ -1,7 +1,8 @@
-"""Cooperating workers at the level of the state: claims with a heartbeat, a job's steps done
-once, the last worker's finish, the job's shared rate slot and its staged plan. Two store
-objects on one state are two workers; with PostgreSQL they may run at once, on threads of
-their own."""
+"""Cooperating workers at the level of the state: the job's queue (claims held while their
+worker's heartbeat is fresh, calls in doubt due first, polls due after their wait), a job's
+steps done once, the last worker's finish, the job's shared rate slot and its staged plan.
+Two store objects on one state are two workers; with PostgreSQL they may run at once, on
+threads of their own."""
 
 from __future__ import annotations
 
@@ -19,10 +20,18 @@ from runner.state.records import Staged
 JOB = "pay-2026-11"
 
 
+def plan(store: StateStore, n: int, first: int = 1, action: str = "new") -> None:
+    """A plan that pays items e<first> ..: recorded, it makes them due."""
+    store.clear_plan(JOB)
+    store.stage_plan(JOB, [Staged(f"e{i}", i, action, f"e{i}", f"f{i}", False, None, None,
+                                  None, "") for i in range(first, first + n)])
+    store.record_plan(JOB, "remittance", "changed")
+
+
 @pytest.fixture
 def two(where: Path | str) -> Iterator[tuple[StateStore, StateStore]]:
     with open_state(where) as a, open_state(where) as b:
-        a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(1, 11)])
+        plan(a, 10)
         yield a, b
 
 
@@ -30,34 +39,67 @@ def ids(records: list[ItemRecord]) -> list[str]:
     return [r.external_id for r in records]
 
 
-def test_a_claimed_item_is_one_workers_until_released_or_expired(
+def test_a_claimed_item_is_one_live_workers_until_given_back(
         two: tuple[StateStore, StateStore]) -> None:
     a, b = two
-    assert ids(a.claim_next(JOB, "A", 3, 60, "r1:work")) == ["e1", "e2", "e3"]
-    assert ids(b.claim_next(JOB, "B", 3, 60, "r1:work")) == ["e4", "e5", "e6"]
-    a.update_item("e7", step="final", outcome="settled")
-    assert ids(b.claim_next(JOB, "B", 10, 0, "r1:work")) == ["e8", "e9", "e10"]
-    assert a.refresh_claims(JOB, "A", 60) == 3
-    # B's last claims had no time at all: as if B died; A takes them over.
-    assert ids(a.claim_next(JOB, "A", 10, 60, "r1:work")) == ["e8", "e9", "e10"]
-    assert b.refresh_claims(JOB, "B", 60) == 3  # only e4-e6 are still B's
-    a.release_claims(JOB, "A", ["e1"])
-    # A pass takes an item once; the next takes it again, and nothing a live worker holds.
-    assert b.claim_next(JOB, "B", 10, 60, "r1:work") == []
-    assert ids(b.claim_next(JOB, "B", 10, 60, "r1:poll0")) == ["e1"]
+    with a.join(JOB) as worker:
+        me = worker.name
+        assert ids(a.claim(JOB, me, 3, 60)) == ["e1", "e2", "e3"]
+        # Claims of a worker with no heartbeat (it died, or never joined) hold nothing.
+        assert ids(b.claim(JOB, "gone", 3, 60)) == ["e4", "e5", "e6"]
+        assert ids(a.claim(JOB, me, 3, 60)) == ["e4", "e5", "e6"]
+        a.update_item("e7", step="final", outcome="settled")  # final: never due
+        assert ids(a.claim(JOB, me, 10, 60)) == ["e8", "e9", "e10"]
+        assert b.claim(JOB, "other", 10, 60) == []  # a live worker holds every one
+        assert a.claimants(JOB) == [me]
+        # Given back once worked: done for this round, but what is to be worked again.
+        a.release(JOB, me, ["e1", "e2"], again=["e2"])
+        assert ids(b.claim(JOB, "other", 10, 60)) == ["e2"]
+        b.release(JOB, "other", ["e2"])
+        # Given back unfinished (the worker stops): due as they were.
+        a.give_up(JOB, me)
+        assert a.claimants(JOB) == []
+        taken = ids(b.claim(JOB, "other", 10, 60))
+        assert taken == ["e3", "e4", "e5", "e6", "e8", "e9", "e10"]
+        b.release(JOB, "other", taken)
     item = a.item("e1")
     assert item is not None and item.external_id == "e1"  # claims are not the item's
+    assert b.claim(JOB, "other", 10, 60) == []  # e1 waits for the next plan
+    plan(a, 1, action="resume")
+    assert ids(b.claim(JOB, "other", 10, 60)) == ["e1"]
 
 
+def test_calls_in_doubt_are_due_first_and_polls_after_their_wait(where: Path | str) -> None:
+    with open_state(where) as store, store.join(JOB) as worker:
+        w = worker.name
+        plan(store, 4)
+        store.update_item("e3", intent="confirm")  # sent, its answer lost
+        store.update_item("e4", step="confirmed", outcome="pending")  # polling
+        plan(store, 4, action="resume")  # the next run's plan
+        assert store.claim(JOB, w, 10, 60, until=store.clock() - 60) == []
+        assert [ids(store.claim(JOB, w, 1, 60)) for _ in range(4)] == [
+            ["e3"], ["e1"], ["e2"], ["e4"]]
+        # e4 read, not final yet: due again after its wait.
+        store.release(JOB, w, ["e1", "e2", "e3"], polled={120.0: ["e4"]})
+        assert store.claim(JOB, w, 10, 60) == []
+        wait = store.next_due(JOB)
+        assert wait is not None and 60 < wait <= 120
+        assert store.next_due(JOB, until=store.clock()) is None
+        record = store.item("e4")
+        assert record is not None and record.polls == 1
+
+
+@pytest.mark.parametrize("where", ["postgresql"], indirect=True)
 def test_the_last_worker_to_finish_is_the_one_that_writes_the_summary(
         two: tuple[StateStore, StateStore]) -> None:
     a, b = two
-    a.claim_next(JOB, "A", 5, 60, "r1:work")
-    b.claim_next(JOB, "B", 5, 60, "r1:work")
-    assert a.finish_job(JOB, "A", "round-1") is False  # B still works
-    assert b.finish_job(JOB, "B", "round-1") is True
-    assert a.finish_job(JOB, "A", "round-1") is False  # once per key
-    assert a.finish_job(JOB, "A", "round-2") is True
+    with a.join(JOB) as wa, b.join(JOB) as wb:
+        a.claim(JOB, wa.name, 5, 60)
+        b.claim(JOB, wb.name, 5, 60)
+        assert a.finish_job(JOB, wa.name, "round-1", 60) is False  # B still works
+        assert b.finish_job(JOB, wb.name, "round-1", 60) is True
+        assert a.finish_job(JOB, wa.name, "round-1", 60) is False  # once per key
+        assert a.finish_job(JOB, wa.name, "round-2", 60) is True
 
 
 def test_a_jobs_step_is_done_once_per_digest(two: tuple[StateStore, StateStore]) -> None:
@@ -86,23 +128,24 @@ def test_the_rate_slots_are_shared_and_spaced(two: tuple[StateStore, StateStore]
 @pytest.mark.parametrize("where", ["postgresql"], indirect=True)
 def test_workers_at_once_never_share_an_item_nor_a_step(where: Path | str) -> None:
     with open_state(where) as setup:
-        setup.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(200)])
+        plan(setup, 200, first=0)
     taken: dict[str, list[str]] = {}
     steps: list[str] = []
     slots: list[float] = []
 
     def work(name: str) -> None:
-        with open_state(where) as store:
+        with open_state(where) as store, store.join(JOB) as worker:
             with store.job_step(JOB, "plan", "d1") as mine:
                 if mine:
                     steps.append(name)
             mine_all = taken.setdefault(name, [])
-            while batch := store.claim_next(JOB, name, 7, 60, "d1:work"):
+            while batch := store.claim(JOB, worker.name, 7, 60):
                 mine_all += ids(batch)
                 for record in batch:
-                    store.update_item(record.external_id, outcome="settled")
+                    store.update_item(record.external_id, step="final", outcome="settled")
+                store.release(JOB, worker.name, ids(batch))
                 slots.append(store.rate_slot(JOB, 0.01, now=0.0))
-            if store.finish_job(JOB, name, "d1"):
+            if store.finish_job(JOB, worker.name, "d1", 60):
                 steps.append(f"finish:{name}")
 
     workers = [threading.Thread(target=work, args=(f"W{n}",)) for n in range(4)]
@@ -116,17 +159,19 @@ def test_workers_at_once_never_share_an_item_nor_a_step(where: Path | str) -> No
     assert len(set(slots)) == len(slots)  # no slot given twice
 
 
-def test_the_last_pages_of_a_pass_are_shared_among_the_live_workers(
-        where: Path | str) -> None:
+def test_the_last_windows_are_shared_among_the_live_workers(where: Path | str) -> None:
     with open_state(where) as a, open_state(where) as b, contextlib.ExitStack() as workers:
-        a.insert_items([ItemRecord(f"e{i}", JOB, "remittance", i) for i in range(40)])
-        workers.enter_context(a.join(JOB)).started(a.start_run(JOB, "job.yaml"))
-        if a.shared:  # a second worker of the job (SQLite's lease lets one run at a time)
-            workers.enter_context(b.join(JOB)).started(b.start_run(JOB, "job.yaml"))
-        pages = [len(s.claim_next(JOB, name, 32, 60, "r1:work"))
-                 for s, name in ((a, "A"), (b, "B"), (a, "A"), (b, "B"))]
-    # 40 left for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
-    assert pages == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
+        plan(a, 40, first=0)
+        wa = workers.enter_context(a.join(JOB))
+        wa.started(a.start_run(JOB, "job.yaml"))
+        names = [(a, wa.name), (a, wa.name)]
+        if a.shared:  # a second worker of the job (SQLite lets one run at a time)
+            wb = workers.enter_context(b.join(JOB))
+            wb.started(b.start_run(JOB, "job.yaml"))
+            names = [(a, wa.name), (b, wb.name)]
+        windows = [len(s.claim(JOB, name, 32, 60)) for s, name in names * 2]
+    # 40 due for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
+    assert windows == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
 
 
 def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:
@@ -141,29 +186,15 @@ def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:
         assert list(store.staged_with(JOB, ("new", "resume"))) == staged[:2]
 
 
-def test_a_page_given_up_unfinished_is_taken_over_in_the_same_pass(
+def test_a_window_given_up_unfinished_is_taken_first(
         two: tuple[StateStore, StateStore]) -> None:
     a, b = two
-    given_up = ids(a.claim_next(JOB, "A", 4, 60, "r1:work"))
-    assert given_up == ["e1", "e2", "e3", "e4"]
-    a.expire_claims(JOB, "A")  # A stops in the middle of its page (an error, a signal)
-    assert a.finish_job(JOB, "A", "r1") is True  # no live claim: A may end the round ...
-    # ... and what it gave up is still anyone's to take, first, though the pass is past it.
-    assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == given_up
-    assert ids(b.claim_next(JOB, "B", 4, 60, "r1:work")) == ["e5", "e6", "e7", "e8"]
-
-
-def test_poll_passes_walked_by_a_worker_that_died_start_again(
-        two: tuple[StateStore, StateStore]) -> None:
-    """A worker that polled, then died, leaves its round's poll passes walked to their end;
-    items confirmed after it went by would be left unread by the round's other workers:
-    a worker that starts polling starts those passes again, and no other."""
-    a, _ = two
-    for name in ("r1:poll0", "r1:work"):
-        while a.claim_next(JOB, "A", 4, 60, name):
-            pass
-        a.release_claims(JOB, "A")
-    assert a.claim_next(JOB, "A", 4, 60, "r1:poll0") == []  # walked past every item
-    a.restart_passes(JOB, "r1:poll")
-    assert ids(a.claim_next(JOB, "A", 4, 60, "r1:poll0"))[:1] == ["e1"]
-    assert a.claim_next(JOB, "A", 4, 60, "r1:work") == []  # the other passes go on
+    with a.join(JOB) as worker:
+        given_up = ids(a.claim(JOB, worker.name, 4, 60))
+        assert given_up == ["e1", "e2", "e3", "e4"]
+        a.give_up(JOB, worker.name)  # it stops in the middle of its window
+        assert a.finish_job(JOB, worker.name, "r1", 60) is True  # no live claim left
+    # What it gave up is still due, and taken first.
+    assert ids(b.claim(JOB, "B", 4, 60)) == given_up
+    b.release(JOB, "B", given_up)
+    assert ids(b.claim(JOB, "B", 4, 60)) == ["e5", "e6", "e7", "e8"]

@@ -123,7 +123,7 @@ def test_the_latest_run(store: StateStore, tmp_path: Path) -> None:
             second, "running", None)
         # A run killed without releasing its lease: its heartbeat goes stale.
         with sqlite3.connect(tmp_path / "s.sqlite") as db:
-            db.execute("UPDATE leases SET heartbeat_at = ?", [time.time() - 3600])
+            db.execute("UPDATE workers SET heartbeat_at = ?", [time.time() - 3600])
         run = build_summary(store, JOB).run
         assert run is not None and (run.id, run.state) == (second, "interrupted")
     # A second start refused by the lease leaves a run row with no end: the ended one counts.

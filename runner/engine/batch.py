@@ -17,15 +17,16 @@ once). What the run is asked, its hooks to a terminal and its clock are
 3. The question on a terminal (the plan itself; "no" ends the run, exit 1, with nothing
    recorded of the batch and no summary); then the staged plan is recorded (the new items,
    in one transaction, before anything is sent for them).
-4. The worker's share (``runner.engine.work``): retry, look up what is in doubt, windows of
-   prepare / funds check / confirm, poll.
+4. The worker's share (``runner.engine.work``): retry, then windows of what is due: calls
+   in doubt looked up, prepare / funds check / confirm, polls.
 5. The summary, by the worker that finishes the job.
 
 Cooperating workers (a shared state, PostgreSQL: ``StateStore.shared``): any number of runs
 of the job at once, on any hosts. The plan (steps 1 to 3, and the retries) is made once, by
-the first (``job_step``: the others wait for it, then skip it); each worker claims its pages
-(``claim_next``: no item is worked by two live workers; a dead worker's claims expire and
-its items are taken over, their calls in doubt looked up first); ``run.rate_limit`` holds
+the first (``job_step``: the others wait for it, then skip it); each worker claims windows of
+what is due (``StateStore.claim``: no item is worked by two live workers; a dead worker's
+claims are free once its heartbeat is stale, and its items are taken over, their calls in
+doubt looked up first); ``run.rate_limit`` holds
 for them all (``StateStore.rate_slot``); the last to finish (``finish_job``) writes the
 summary and exits with its code; the others exit 0, or with what stopped them. With SQLite
 the job's lease keeps one run at a time, and it is the only worker.
@@ -62,7 +63,7 @@ from runner.lifecycle import PlanAction, Step
 from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import ItemRecord, StateStore, Worker, now_iso
+from runner.state import ItemRecord, StateStore, Worker
 from runner.summary.model import Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
@@ -107,24 +108,21 @@ def run_job(job: Job, provider: Provider, worker: Worker, options: RunOptions | 
             again, repeated = repeat(job, worker, last, digest)
             return RunResult(repeated, "", lines=list(last.lines or ()),
                              repeated=dict(last.counts), run_id=again)
-    started = now_iso()
     run_id = _run_of(job, state, options.applied)
     try:
-        return _run(job, provider, worker, options, hooks, clock, run_id, started, digest)
+        return _run(job, provider, worker, options, hooks, clock, run_id, digest)
     except BaseException as error:
         _stopped(state, run_id, error)
         raise
 
 
 def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hooks: RunHooks,
-         clock: Clock, run_id: int, started: str, digest: str) -> RunResult:
+         clock: Clock, run_id: int, digest: str) -> RunResult:
     """The run ``run_id`` (``run_job``'s body once its row is written)."""
     state = worker.state
     worker.started(run_id)
     bind(run_id=run_id)
     log.info("run %d of %s started", run_id, job.name, extra=event("run_started"))
-    if not state.shared:
-        state.drop_claims(job.name)  # the lease makes this run the only worker
     summary: Summary | None = None
     try:
         policy = RetryPolicy(job.run.retry.attempts, float(job.run.retry.max_wait),
@@ -136,10 +134,13 @@ def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hook
         ending, plan, round_key = _plan_step(job, provider, options, hooks, flow, run_id,
                                              digest)
         if ending is None:
-            pages = Pages(state, job, flow, worker.name, round_key, worker.claim_ttl)
-            ending = work(job, flow, pages, options, hooks, clock, Tally(started),
+            # With wait_for_final 0, what this run confirms is not polled (it is due after
+            # the plan), what earlier runs confirmed is, once.
+            until = state.clock() if job.run.wait_for_final <= 0 else float("inf")
+            pages = Pages(state, job, flow, worker.name, worker.claim_ttl, until)
+            ending = work(job, flow, pages, options, hooks, clock, Tally(),
                           plan is not None and bool(plan.counts.get(PlanAction.RETRY)))
-        if not ending.refused and _finishes(state, job.name, worker.name, digest, round_key):
+        if not ending.refused and _finishes(worker, digest, round_key):
             summary = _summary(job, state, run_id, ending)
         code = ending.code
         if code is None:
@@ -200,18 +201,16 @@ def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:
     return run_id
 
 
-def _finishes(state: StateStore, job_name: str, worker: str, digest: str, round_key: str
-              ) -> bool:
+def _finishes(worker: Worker, digest: str, round_key: str) -> bool:
     """True for the worker that writes the summary: the only one (SQLite), or the last of
-    the round to finish; the round is over then, and the next run plans again. The round's
-    passes are kept (the next plan forgets them): a worker still leaving the round, between
-    two of its pages, finds each pass at its end rather than new."""
+    the round to finish; the round is over then, and the next run plans again."""
+    state = worker.state
     if not state.shared:
-        state.end_passes(job_name)
         return True
-    if not state.finish_job(job_name, worker, f"{digest}@{round_key}"):
+    if not state.finish_job(worker.job_name, worker.name, f"{digest}@{round_key}",
+                            worker.claim_ttl):
         return False
-    state.forget_step(job_name, "plan")
+    state.forget_step(worker.job_name, "plan")
     return True
 
 
@@ -242,7 +241,6 @@ def _plan_step(job: Job, provider: Provider, options: RunOptions, hooks: RunHook
     try:
         with state.job_step(job.name, "plan", flags) as mine:
             if mine:
-                state.end_passes(job.name)  # the rounds before are over
                 stopped, plan = _plan(job, provider, options, hooks, flow, run_id, digest)
                 if stopped is not None:  # the step is not recorded done: each worker stops
                     raise PlanRefused(stopped.message)

@@ -68,8 +68,6 @@ class Clock:
 
 @dataclass
 class Tally:
-    """A worker's share so far: when its run started (``now_iso``: what was confirmed
-    before is polled), and how many items it sent the money-moving call for."""
+    """A worker's share so far: how many items it sent the money-moving call for."""
 
-    started: str
     confirmed: int = 0

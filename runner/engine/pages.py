@@ -1,22 +1,23 @@
-"""The items a run works on, a page at a time (``runner.engine.batch``,
-``runner.engine.work``): a run holds a bounded page of items, never the whole batch, so its
-memory does not grow with the batch.
+"""The items a run works on, a window at a time (``runner.engine.batch``,
+``runner.engine.work``): a run holds a bounded window of items, never the whole batch, so
+its memory does not grow with the batch.
 
 - ``Stager`` writes the plan into the state as it streams out of the validation, in chunks
   (``StateStore.stage_plan``), and adds up what the items to pay are estimated to cost per
   balance (the job's outstanding cost); the plan is recorded once its checks pass
-  (``record_plan``).
-- ``Pages`` claims the job's items from the state a page at a time (``claim_next``): a page
-  is this worker's until it gives it back (``done``) or its claim expires (the heartbeat
-  keeps it). Each phase is a pass over the job's items, named by the run (SQLite) or by the
-  round the workers share; the items the staged plan does not pay are given back at once.
-- ``Models`` makes a page's item models again from the job's rows (the state keeps no card
-  data), reading the rows file forward along the page's row numbers (a page behind starts it
-  again). An item whose row no longer makes the request planned (the file was edited during
-  the run) is not worked, and counted (``unworked``): the run's exit code says so. A poll
-  needs no row: it works from the state alone (``Entry.of_record``); so does the lookup of a
-  commit in doubt of a kind that finds it by its external_id alone
-  (``Flow.doubt_settled_from_state``).
+  (``record_plan``), and makes due what it pays.
+- ``Pages`` claims the job's items due from the state's queue (``StateStore.claim``) and
+  sorts them for their work (a ``Window``): those polling, read from the state alone; the
+  money-moving calls in doubt of a kind that looks them up from the state alone
+  (``Flow.doubt_settled_from_state``), whatever became of their rows; and the rest, made
+  from their rows, if the plan pays them (the others are given back at once). A worked
+  window is given back (``done``): what is polled due again after a wait, the rest done for
+  this round.
+- ``Models`` makes a window's item models again from the job's rows (the state keeps no
+  card data), reading the rows file forward along the window's row numbers (a window behind
+  starts it again). An item whose row no longer makes the request planned (the file was
+  edited during the run) is not worked, and counted (``unworked``): the run's exit code
+  says so.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import tenacity
+
+from runner import lifecycle
 from runner.engine.flow import Entry, Flow, fingerprint
 from runner.engine.funds import estimate
 from runner.engine.plan import PlannedItem
 from runner.errors import StateError
 from runner.job import Job, ValidItem, iter_items
-from runner.lifecycle import TO_PAY, PlanAction
+from runner.lifecycle import TO_PAY, PlanAction, State
 from runner.logs import event
 from runner.state import ItemRecord, StateStore
 from runner.state.holders import worker_gone
@@ -40,18 +45,42 @@ from runner.state.records import Staged
 
 log = logging.getLogger("runner")
 STAGE_CHUNK = 1000
-PAGE = 500  # items in a page of a pass that is not cut in windows
+PAGE = 500  # staged entries read at a time (the retries)
+
+
+POLL_WAIT = tenacity.wait_exponential(multiplier=0.2, exp_base=1.5, max=5)
+_POLLS = tenacity.Retrying(wait=POLL_WAIT)  # (what ``poll_wait``'s attempts belong to)
+
+
+def poll_wait(polls: int) -> float:
+    """The wait after the ``polls``-th poll of an item not final yet: 0.2 s growing by half
+    with each poll, up to 5 s."""
+    attempt = tenacity.RetryCallState(_POLLS, None, (), {})
+    attempt.attempt_number = polls
+    return float(POLL_WAIT(attempt))
 
 
 def give_up(state: StateStore, job_name: str, worker: str) -> None:
-    """The claims ``worker`` still holds (a page it did not finish) given up: its items are
-    any other worker's to take over at once, as a dead worker's (what is in doubt looked up
-    first); when the state cannot be written, its claims expire."""
+    """The claims ``worker`` still holds (a window it did not finish) given back: their
+    items are any other worker's to take at once (what is in doubt looked up first); when
+    the state cannot be written, they are once the worker's heartbeat goes stale."""
     try:
-        state.expire_claims(job_name, worker)
+        state.give_up(job_name, worker)
     except StateError as exc:
-        log.warning("the claims of this worker could not be given up (they expire): %s", exc,
-                    extra=event("claims_not_given_up"))
+        log.warning("the claims of this worker could not be given up (they are free once "
+                    "its heartbeat stops): %s", exc, extra=event("claims_not_given_up"))
+
+
+@dataclass
+class Window:
+    """The items of one claim, sorted for their work."""
+
+    polls: list[Entry[Any]]  # polling: their final status read (from the state alone)
+    lost: list[Entry[Any]]  # money-moving calls in doubt, looked up from the state alone
+    entries: list[Entry[Any]]  # the rest, made from their rows: to pay
+
+    def __len__(self) -> int:
+        return len(self.polls) + len(self.lost) + len(self.entries)
 
 
 class Stager:
@@ -129,98 +158,104 @@ class Models:
 
 
 class Pages:
-    """The passes of one worker over the job's items (see the module's docstring)."""
+    """One worker's claims on the job's queue (see the module's docstring). ``stale``: how
+    long a worker's heartbeat may be silent before its claims are free; ``until``: the
+    latest due time (the database's clock) this run claims."""
 
     def __init__(self, state: StateStore, job: Job, flow: Flow[Any, Any], worker: str,
-                 round_key: str, ttl: float) -> None:
+                 stale: float, until: float = float("inf")) -> None:
         self.state = state
         self.job_name = job.name
+        self.flow = flow
         self.worker = worker
-        self.round = round_key
-        self.ttl = ttl
+        self.stale = stale
+        self.until = until
         self.models = Models(job, flow)
-        # Each item of the last page: the balance it draws on and its estimated cost.
+        # Each item of the last window: the balance it draws on and its estimated cost.
         self.estimated: dict[str, tuple[str, Decimal]] = {}
 
-    def next(self, name: str, size: int, *, rows: bool = True,
-             **only: Any) -> list[Entry[Any]] | None:
-        """The next page of the pass ``name`` (``only``: ``claim_next``'s filters) as the
-        entries to work on; None when the pass is over. Those the plan does not pay are
-        given back at once. ``rows`` False: every item of the page, from the state alone,
-        with no item model (``Entry.of_record``: a poll)."""
+    def next(self, size: int) -> Window | None:
+        """The next window of at most ``size`` items due, claimed; None when none is due
+        now. Those the plan does not pay, or whose rows changed, are given back at once."""
+        from_state = self.flow.doubt_settled_from_state
         while True:
-            records = self.state.claim_next(self.job_name, self.worker, size, self.ttl,
-                                            f"{self.round}:{name}", **only)
+            records = self.state.claim(self.job_name, self.worker, size, self.stale,
+                                       self.until)
             if not records:
                 return None
-            if not rows:
-                return [Entry.of_record(r) for r in records]
-            staged = self.state.staged(self.job_name, [r.external_id for r in records])
-            paid = [r for r in records if r.external_id in staged
-                    and staged[r.external_id].action in TO_PAY]
-            self.estimated = {s.external_id: (s.balance, s.cost) for s in staged.values()
-                              if s.balance is not None and s.cost is not None}
-            entries = self.models.entries(paid, staged)
-            kept = {e.external_id for e in entries}
-            dropped = [r.external_id for r in records if r.external_id not in kept]
-            if dropped:
-                self.state.release_claims(self.job_name, self.worker, dropped)
-            if entries:
-                return entries
+            polls, lost, rest = [], [], []
+            for r in records:
+                if lifecycle.state(r) == State.POLLING:
+                    polls.append(Entry.of_record(r))
+                elif from_state and r.intent == self.flow.commit_call:
+                    lost.append(Entry.of_record(r))
+                else:
+                    rest.append(r)
+            entries = self._to_pay(rest)
+            if polls or lost or entries:
+                return Window(polls, lost, entries)
+
+    def _to_pay(self, records: list[ItemRecord]) -> list[Entry[Any]]:
+        """The entries of ``records`` that the plan pays, made from their rows; the others
+        are given back, done for this round."""
+        if not records:
+            return []
+        staged = self.state.staged(self.job_name, [r.external_id for r in records])
+        paid = [r for r in records if r.external_id in staged
+                and staged[r.external_id].action in TO_PAY]
+        self.estimated = {s.external_id: (s.balance, s.cost) for s in staged.values()
+                          if s.balance is not None and s.cost is not None}
+        entries = self.models.entries(paid, staged)
+        kept = {e.external_id for e in entries}
+        self.state.release(self.job_name, self.worker,
+                           [r.external_id for r in records if r.external_id not in kept])
+        return entries
+
+    def done(self, window: Window) -> None:
+        """Give the window back once worked: what was polled and is still polling due again
+        after its wait; a call in doubt looked up and not found paid from its row by the
+        next claim; the rest done for this round."""
+        delays: dict[float, list[str]] = {}
+        for e in window.polls:
+            delays.setdefault(poll_wait(e.record.polls + 1), []).append(e.external_id)
+        again = [e.external_id for e in window.lost
+                 if lifecycle.state(e.record) in lifecycle.SENDABLE]
+        self.state.release(self.job_name, self.worker,
+                           [e.external_id for e in (*window.lost, *window.entries)], again,
+                           delays)
+
+    def give_up(self) -> None:
+        """Give back, unfinished, the window the worker holds (it stops: an error, a
+        signal)."""
+        give_up(self.state, self.job_name, self.worker)
 
     def wait_for_others(self, sleep: Callable[[float], None]) -> bool:
-        """When other workers hold claims on the job's open items: wait for them (a claim
-        of a worker whose process is gone from this host expires at once) and True, for
-        the pass to take again what a dead worker leaves; False when no other holds any."""
-        others = [w for w in self.state.claimants(self.job_name) if w != self.worker]
+        """When other live workers hold claims on the job's items: wait for them (one whose
+        process is gone from this host is forgotten at once, its claims free) and True,
+        for the next claim to take what a dead worker leaves; False when no other holds
+        any."""
+        others = [w for w in self.state.claimants(self.job_name, self.stale)
+                  if w != self.worker]
         if not others:
             return False
         gone = [w for w in others if worker_gone(w)]
         for w in gone:
             log.warning("worker %s is gone: its items are taken over", w,
                         extra=event("worker_gone"))
-            self.state.expire_claims(self.job_name, w)
+            self.state.forget_worker(self.job_name, w)
         if not gone:
-            sleep(min(0.25, self.ttl / 4))
+            sleep(min(0.25, self.stale / 4))
         return True
 
-    def give_up(self) -> None:
-        """Give back, unfinished, the page the worker holds (it stops: an error, a signal)."""
-        give_up(self.state, self.job_name, self.worker)
-
-    def hand_on(self, entries: Sequence[Entry[Any]],
-                onward: Callable[[Entry[Any]], bool]) -> None:
-        """Give the page back, and hand on those of its entries ``onward`` picks: their
-        claims expire at once, so that the next pass of any worker (the windows, after the
-        look-up pass) takes them first, even where its cursor is already past them."""
-        kept = [e.external_id for e in entries if not onward(e)]
-        if kept:
-            self.state.release_claims(self.job_name, self.worker, kept)
-        self.give_up()
-
-    def done(self, entries: Sequence[Entry[Any]]) -> None:
-        """Give the page back."""
-        self.state.release_claims(self.job_name, self.worker,
-                                  [e.external_id for e in entries])
-
-    def restart(self, prefix: str) -> None:
-        """The passes whose names start with ``prefix`` start again from the first page."""
-        self.state.restart_passes(self.job_name, f"{self.round}:{prefix}")
+    def next_due(self) -> float | None:
+        """Seconds until the next of the job's items this run claims is due (0 or less:
+        now); None when none will be."""
+        return self.state.next_due(self.job_name, self.until)
 
     @property
     def unworked(self) -> set[str]:
         """The items this worker did not work because their rows changed since the plan."""
         return self.models.unworked
-
-    def over(self, name: str, size: int = PAGE, *, rows: bool = True,
-             **only: Any) -> Iterator[list[Entry[Any]]]:
-        """Every page of the pass ``name``, one after another, until the pass is over; each
-        page's claims are given back (``done``) once the caller has worked it."""
-        while (page := self.next(name, size, rows=rows, **only)) is not None:
-            try:
-                yield page
-            finally:
-                self.done(page)
 
     def estimated_cost(self, entries: Sequence[Entry[Any]]) -> dict[str, Decimal]:
         """What the entries (of the last page) were estimated to cost, per balance."""

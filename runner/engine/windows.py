@@ -56,10 +56,10 @@ class Windows:
     def __init__(self, workers: int, clock: Callable[[], float], shared: bool = False) -> None:
         self.clock = clock
         self.workers = workers
-        # Several processes share the job: a window is a page the others cannot take, so
-        # it is bounded; near the end of the pass the state hands out smaller pages (a
-        # share of what is left: ``StateStore.claim_next``), so that no worker is left
-        # with the batch's tail alone.
+        # Several processes share the job: a window is a claim the others cannot take, so
+        # it is bounded; near the end of what is due the state hands out smaller windows (a
+        # share of what is left: ``StateStore.claim``), so that no worker is left with the
+        # batch's tail alone.
         self.largest = min(LARGEST, max(workers * SHARED_PER_WORKER, FIRST_LEAST)) \
             if shared else LARGEST
         self.size = min(self.largest, max(workers * FIRST_PER_WORKER, FIRST_LEAST))

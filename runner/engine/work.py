@@ -1,24 +1,26 @@
 """What one worker does with a job once its plan is recorded (``runner.engine.batch``): it
-claims the job's items from the state a page at a time (``runner.engine.pages``) and works
-each page on the run's threads (``runner.engine.phases``), in four steps.
+claims what is due in the job's queue a window at a time (``runner.engine.pages``) and works
+each window on the run's threads (``runner.engine.phases``).
 
 1. Retry (``--retry-failed``, by the worker that made the plan): each failed item sent again
    under a new external_id, once the provider shows the attempt that failed final, unpaid.
-2. Look up the money-moving calls in doubt (``Flow.commit_call``: sent, their answer lost)
-   before anything else is sent; from the state alone for a kind whose lookup needs no
-   row (``Flow.doubt_settled_from_state``), so that an item whose row was edited or
-   removed is looked up all the same.
-3. Pay, window by window (``runner.engine.windows``: a window is a page sized so that no
-   quotation expires before its confirm). A call in doubt in it (an item taken over from a
-   worker that died) is looked up first (rule 3); then ``_pay``: ``_prepare`` (quotation
-   and transaction), ``_check_funds`` (the window's quoted cost plus the job's outstanding
-   cost, what the later windows are estimated to cost, against the balances: when they
-   fall short nothing more is confirmed, exit 4 when nothing was, else 1, unless
-   ``allow_partial``), ``_confirm`` (with ``confirm: false`` the items wait for ``runner
-   confirm`` instead).
-4. Poll the confirmed items until final or ``wait_for_final`` runs out, from the state alone
-   (the rows file is not read: an item whose money moved is followed whatever became of its
-   row).
+2. Windows, until nothing is due (``runner.engine.windows``: a window is sized so that no
+   quotation expires before its confirm). In each:
+   - the items polling have their final status read, from the state alone (the rows file
+     is not read: an item whose money moved is followed whatever became of its row);
+   - the money-moving calls in doubt (``Flow.commit_call``: sent, their answer lost, by a
+     run or a worker that died) are looked up before anything else is sent for them
+     (rule 3); from the state alone for a kind whose lookup needs no row
+     (``Flow.doubt_settled_from_state``), so that an item whose row was edited or removed
+     is looked up all the same. The plan makes them due first;
+   - the rest is paid: ``_pay``, that is ``_prepare`` (quotation and transaction),
+     ``_check_funds`` (the window's quoted cost plus the job's outstanding cost, what the
+     later windows are estimated to cost, against the balances: when they fall short
+     nothing more is confirmed, exit 4 when nothing was, else 1, unless
+     ``allow_partial``), ``_confirm`` (with ``confirm: false`` the items wait for ``runner
+     confirm`` instead).
+3. When nothing is due: wait for the other workers' claims (a dead worker's are taken
+   over), then for the next poll due, until ``wait_for_final`` runs out.
 
 The worker ends with 78 (the provider refuses the configuration), 75 (unreachable), 1
 (interrupted, or items not worked because their rows changed during the run), or lets the
@@ -33,12 +35,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import tenacity
-
 from runner import lifecycle
 from runner.engine.flow import Entry, Flow
 from runner.engine.options import Clock, RunHooks, RunOptions, Tally
-from runner.engine.pages import PAGE, Pages
+from runner.engine.pages import Pages, Window
 from runner.engine.phases import (
     MISCONFIGURED,
     UNREACHABLE,
@@ -48,12 +48,10 @@ from runner.engine.windows import Windows, shortfall
 from runner.errors import ProviderDown
 from runner.exit_codes import ExitCode
 from runner.job import Job
-from runner.lifecycle import PlanAction, Step
+from runner.lifecycle import PlanAction
 from runner.logs import event
 
 log = logging.getLogger("runner")
-POLL_WAIT = tenacity.wait_exponential(multiplier=0.2, exp_base=1.5, max=5)
-_POLLS = tenacity.Retrying(wait=POLL_WAIT)  # (what ``poll_wait``'s attempts belong to)
 
 
 @dataclass
@@ -76,24 +74,9 @@ def work(job: Job, flow: Flow[Any, Any], pages: Pages, options: RunOptions, hook
                       hooks.on_phase)
         if retrying and not options.confirm_only:
             _retry(flow, phase, pages)
-        # A money-moving call in doubt may have moved money already: learn its fate before
-        # counting costs for the funds check or leaving it for `runner confirm`. What a
-        # lookup settles goes on to the windows (of any worker: taken first, even where
-        # their pass is past it); what stays in doubt is given back. A kind that looks its
-        # commit up by reference alone does so from the state: whatever became of the
-        # item's row (edited, deleted), the money it may have moved is learnt.
-        while (page := pages.next("doubt", PAGE, rows=not flow.doubt_settled_from_state,
-                                  intent=flow.commit_call)) is not None:
-            try:
-                phase.run("look up", flow.settle_doubt, page)
-            except BaseException:
-                pages.give_up()
-                raise
-            pages.hand_on(page, lambda e: e.record.intent != flow.commit_call)
         ending = _windows(job, options, clock, tally, flow, phase, pages)
         if ending is not None:
             return ending
-        _poll(flow, phase, pages, float(job.run.wait_for_final), clock, tally)
     if MISCONFIGURED in problems:
         return Ending(ExitCode.CONFIGURATION,
                       "the provider refuses runner's credentials, or its certificate is not "
@@ -130,27 +113,37 @@ def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
 
 def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
              phase: Phase, pages: Pages) -> Ending | None:
-    """Prepare, check the funds for and confirm the items window by window
-    (``runner.engine.windows``); an ending when the balances cannot cover what is
-    outstanding."""
+    """Work what is due window by window (``runner.engine.windows``); when nothing is,
+    wait for the other workers' claims, then for the next poll due, until
+    ``wait_for_final`` runs out (counted from when nothing was due first). An ending when
+    the balances cannot cover what is outstanding."""
     windows = Windows(options.workers(job), flow.clock, flow.state.shared)
+    deadline: float | None = None
     while not clock.stop.is_set() and not phase.problems:
-        window = pages.next("work", windows.size)
+        window = pages.next(windows.size)
         if window is None:
             if pages.wait_for_others(clock.sleep):
-                continue  # what a worker that died held is taken over when it expires
-            # No live claim left: a claim that expired since the look above is taken now.
-            window = pages.next("work", windows.size)
-            if window is None:
+                continue  # what a worker that died held is taken over
+            due = pages.next_due()
+            if due is None:
                 break
-        started = windows.start(window)
+            if deadline is None:
+                deadline = clock.now() + float(job.run.wait_for_final)
+            remaining = deadline - clock.now()
+            if due > 0 and remaining <= 0:
+                break
+            if due > 0:
+                clock.sleep(min(due, remaining))
+            continue
+        started = windows.start(window.entries) if window.entries else None
         try:
             ending = _window(job, options, clock, tally, flow, phase, pages, window)
         except BaseException:
             pages.give_up()
             raise
         finally:
-            windows.end(window, started)
+            if started is not None:
+                windows.end(window.entries, started)
         if clock.stop.is_set() or phase.problems:  # the window may be unfinished
             pages.give_up()
             break
@@ -164,14 +157,18 @@ def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Fl
 
 
 def _window(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
-            phase: Phase, pages: Pages, window: list[Entry[Any]]) -> Ending | None:
-    lost = [e for e in window if e.record.intent == flow.commit_call]
-    if lost:  # taken over from a worker that died: its calls in doubt first (rule 3)
+            phase: Phase, pages: Pages, window: Window) -> Ending | None:
+    if window.polls:
+        phase.run("poll", flow.poll, window.polls)
+    lost = window.lost + [e for e in window.entries if e.record.intent == flow.commit_call]
+    if lost:  # its calls in doubt first (rule 3)
         phase.run("look up", flow.settle_doubt, lost)
+    if not window.entries:
+        return None
     try:
-        return _pay(job, options, clock, tally, flow, phase, pages, window)
+        return _pay(job, options, clock, tally, flow, phase, pages, window.entries)
     finally:  # answers not recorded with a confirm's intent are recorded now
-        phase.close(window)
+        phase.close(window.entries)
 
 
 def _pay(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
@@ -238,37 +235,3 @@ def _confirm(tally: Tally, flow: Flow[Any, Any], phase: Phase, ready: list[Entry
     """Send each ready item's confirm: the call that moves the money."""
     phase.run(flow.commit_call, flow.commit, ready)
     tally.confirmed += len(ready)
-
-
-def _poll(flow: Flow[Any, Any], phase: Phase, pages: Pages, wait: float, clock: Clock,
-          tally: Tally) -> None:
-    """Follow what is confirmed to its final status, for ``wait`` seconds at most, in
-    passes over the confirmed items. With 0, what this run confirmed is not read (it stays
-    pending for the next run), but what earlier runs confirmed is read once: else it would
-    never be followed."""
-    before = tally.started if wait <= 0 else None
-    deadline = clock.now() + wait
-    # Workers of one round share its passes. One that polled and died may have left a poll
-    # pass walked past items confirmed after it went by: this worker starts them again (at
-    # worst another live worker reads some statuses twice).
-    pages.restart("poll")
-    rounds = 0
-    while not phase.stop.is_set():
-        waiting = False
-        for page in pages.over(f"poll{rounds}", rows=False, step=Step.CONFIRMED,
-                               before=before):
-            phase.run("poll", flow.poll, page)
-            waiting = waiting or any(e.record.step != Step.FINAL for e in page)
-        remaining = deadline - clock.now()
-        if not waiting or remaining <= 0:
-            return
-        rounds += 1
-        clock.sleep(min(poll_wait(rounds), remaining))
-
-
-def poll_wait(polls: int) -> float:
-    """The wait after the ``polls``-th poll of an item not final yet: 0.2 s growing by half
-    with each poll, up to 5 s."""
-    attempt = tenacity.RetryCallState(_POLLS, None, (), {})
-    attempt.attempt_number = polls
-    return float(POLL_WAIT(attempt))

@@ -30,6 +30,7 @@ from runner.state.sqlite_schema import (
     MIGRATION_0014,
     MIGRATION_0015,
     MIGRATION_0016,
+    MIGRATION_0017,
 )
 from runner.state.sqlite_schema import migrations as sqlite_migrations
 
@@ -106,6 +107,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0014_lease_holder_kernel": MIGRATION_0014,
     "0015_same_payments": MIGRATION_0015,
     "0016_items_queue": MIGRATION_0016,
+    "0017_queue_workers": MIGRATION_0017,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -113,6 +113,7 @@ class ItemRecord:
     created_at: str | None = None
     updated_at: str | None = None
     payee: str | None = None  # the payee check's finding (JSON), when one was made
+    polls: int = 0  # how many times its final status was read since it was confirmed
 
     @property
     def ref(self) -> str:

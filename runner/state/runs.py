@@ -1,7 +1,7 @@
 """The runs of a job in the state, on either backend: one row per run (its job, start and
 end, exit code, counts, closing message and lines, the digest of its summary and of its
-inputs, whether it was mailed), with the calls it made, its approval and whether it still
-holds the job's lease; and the plan files made for the job (``plan_files``), with the run
+inputs, whether it was mailed), with the calls it made, its approval and whether a live
+worker still works it; and the plan files made for the job (``plan_files``), with the run
 that applies each. The statements are each dialect's (``runner/state/sql``)."""
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ class RunBook:
             calls.setdefault(row["run_id"], {})[row["step"]] = int(row["n"])
         approvals = {r["run_id"]: r
                      for r in self.db.read(self.sql("run_approvals"), job_name=job_name)}
-        lease = self.leases.current(job_name)
-        return [_run_record(job_name, r, lease, approvals.get(r["id"]), calls.get(r["id"], {}))
-                for r in rows]
+        workers = self.leases.current(job_name)
+        return [_run_record(job_name, r, workers, approvals.get(r["id"]),
+                            calls.get(r["id"], {})) for r in rows]
 
     def note_approval(self, run_id: int, approval: Approval) -> None:
         self.db.write(self.sql("note_approval"), run_id=run_id, **approval.columns())
@@ -100,22 +100,22 @@ class RunBook:
         self.db.write(self.sql("note_plan_applied"), run_id=run_id, id=plan_id)
 
     def latest_run(self, job_name: str) -> RunRecord | None:
-        lease = self.leases.current(job_name)
+        workers = self.leases.current(job_name)
+        working = {w["run_id"] for w in workers}
         rows = self.db.read(self.sql("latest_runs"), job_name=job_name)
-        chosen = next((r for r in rows if lease and r["id"] == lease["run_id"]),
-                      rows[0] if rows else None)
+        chosen = next((r for r in rows if r["id"] in working), rows[0] if rows else None)
         if chosen is None:
             return None
         approved = self.db.read(self.sql("approval"), run_id=chosen["id"])
-        return _run_record(job_name, chosen, lease, approved[0] if approved else None)
+        return _run_record(job_name, chosen, workers, approved[0] if approved else None)
 
 
-def _run_record(job_name: str, row: Row, lease: Row | None, approved: Row | None,
+def _run_record(job_name: str, row: Row, workers: list[Row], approved: Row | None,
                 calls: dict[str, int] | None = None) -> RunRecord:
     state: Any = "ended"
     if row["ended_at"] is None:
-        # A holder known gone (its PID, on this host, no process's) is not waited for.
-        live = lease is not None and lease["run_id"] == row["id"] and alive(lease, None)
+        # A worker known gone (its PID, on this host, no process's) is not waited for.
+        live = any(w["run_id"] == row["id"] and alive(w, None) for w in workers)
         state = "running" if live else "interrupted"
     approval = Approval.from_row(approved) if approved else None
     return RunRecord(row["id"], job_name, row["started_at"], row["ended_at"],

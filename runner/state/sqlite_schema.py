@@ -237,3 +237,32 @@ MIGRATION_0016 = (
     "ALTER TABLE items ADD COLUMN polls bigint NOT NULL DEFAULT 0",
     f"UPDATE items SET state = {lifecycle.backfill()}",
 )
+
+
+@migrations(name="0017_queue_workers")
+def _queue_workers(db: Database) -> None:
+    # The items table as the job's queue, worked by workers that each keep one heartbeat
+    # row (runner.state.leases): a claim is the claiming worker's name on the item, and
+    # lasts while that worker's heartbeat is fresh. The job's lease and the workers' own
+    # leases become the workers' rows; the passes' cursors and the claims' expiry go (an
+    # item worked in a round is due again only when the next plan makes it due). The
+    # queue's index holds the items due (the rest, final or parked, have none).
+    for sql in MIGRATION_0017:
+        db.execute(sql)
+
+
+MIGRATION_0017 = (
+    "CREATE TABLE workers (worker_id text PRIMARY KEY, job_name text NOT NULL, "
+    "run_id bigint, host text, pid bigint, boot_id text, pid_ns text, "
+    "locked bigint NOT NULL DEFAULT 0, heartbeat_at double precision)",
+    "CREATE INDEX idx_workers_job_name ON workers (job_name)",
+    "DROP TABLE leases",
+    "DROP TABLE worker_leases",
+    "DROP TABLE job_passes",
+    "DROP INDEX idx_items_claims",
+    "ALTER TABLE items DROP COLUMN claim_expires",
+    "UPDATE items SET claimed_by = NULL",
+    "CREATE INDEX idx_items_due ON items (job_name, due_at, row) WHERE due_at IS NOT NULL",
+    "CREATE INDEX idx_items_claimed ON items (job_name, claimed_by) "
+    "WHERE claimed_by IS NOT NULL",
+)

@@ -30,8 +30,8 @@ from runner.state.history import Approval, RetryRecord
 from runner.state.holders import LEASE_TTL
 from runner.state.items import ItemBook
 from runner.state.leases import CLAIM_TTL, Leases, Worker
-from runner.state.passes import PlanBook
 from runner.state.payees import PayeeBook
+from runner.state.queue import Queue
 from runner.state.records import (
     AttemptRecord,
     ItemChanges,
@@ -61,7 +61,7 @@ class StateStore:
         self._items = ItemBook(db)
         self._payees = PayeeBook(db)
         self._workers = Workers(db, leases)
-        self._plans = PlanBook(db)
+        self._queue = Queue(db)
 
     @property
     def shared(self) -> bool:
@@ -266,16 +266,6 @@ class StateStore:
         return self._items.attempts(external_id)
 
     # ------------------------------------------------------------ cooperating workers
-    def refresh_claims(self, job_name: str, worker: str, ttl: float) -> int:
-        """The worker's heartbeat: its claims on the job's items last ``ttl`` seconds more;
-        how many it still holds (a claim that expired and was taken by another is lost)."""
-        return self._workers.refresh_claims(job_name, worker, ttl)
-
-    def release_claims(self, job_name: str, worker: str,
-                       external_ids: Sequence[str] | None = None) -> None:
-        """Give back the worker's claims (those on ``external_ids``, or all)."""
-        self._workers.release_claims(job_name, worker, external_ids)
-
     def job_step(self, job_name: str, step: str,
                  digest: str) -> contextlib.AbstractContextManager[bool]:
         """A step that belongs to the whole job (validation and the plan, the balance check
@@ -285,14 +275,13 @@ class StateStore:
         the block, the others wait at its start; when it fails, the next one does it."""
         return self._workers.job_step(job_name, step, digest)
 
-    def finish_job(self, job_name: str, worker: str, key: str) -> bool:
-        """The worker has no more work (``claim_next`` gave it nothing): its live claims
-        are released (those it gave up stay expired, for another to take over). True for
-        exactly one worker per ``key`` (e.g. the inputs' digest and when the plan was
-        recorded): the last to finish, when no other worker holds a live claim on the job's
-        items. That worker writes the summary (and its email); its exit code is the
-        summary's."""
-        return self._workers.finish_job(job_name, worker, key)
+    def finish_job(self, job_name: str, worker: str, key: str, stale: float) -> bool:
+        """The worker has no more work (``claim`` gave it nothing): its claims are given
+        back. True for exactly one worker per ``key`` (e.g. the inputs' digest and when the
+        plan was recorded): the last to finish, when no other live worker (heard from in
+        the last ``stale`` seconds) holds a claim on the job's items. That worker writes
+        the summary (and its email); its exit code is the summary's."""
+        return self._workers.finish_job(job_name, worker, key, stale)
 
     def rate_slot(self, job_name: str, interval: float, now: float, count: int = 1) -> float:
         """``run.rate_limit`` for all workers together: take the job's next ``count`` free
@@ -304,11 +293,11 @@ class StateStore:
     # ------------------------------------------------------------ a run's items in pages
     def stage_plan(self, job_name: str, staged: Sequence[Staged]) -> None:
         """Add to the job's staged plan (``clear_plan`` empties it first)."""
-        self._plans.stage_plan(job_name, staged)
+        self._queue.stage_plan(job_name, staged)
 
     def clear_plan(self, job_name: str) -> None:
         """Forget the job's staged plan and its outstanding cost (``set_outstanding``)."""
-        self._plans.clear_plan(job_name)
+        self._queue.clear_plan(job_name)
 
     def record_plan(self, job_name: str, kind: str, conflict: str, looked_up: str = ""
                     ) -> None:
@@ -323,15 +312,15 @@ class StateStore:
         payee checks' findings: each item's kept with it, an item the check holds
         (``action`` held) recorded ``held`` (with the plan's ``why``) unless it is final or
         in doubt, and one held before that the plan pays now pending again."""
-        self._plans.record_plan(job_name, kind, conflict, looked_up)
+        self._queue.record_plan(job_name, kind, conflict, looked_up)
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         """external_id -> its staged plan entry, for those of ``external_ids`` staged."""
-        return self._plans.staged(job_name, external_ids)
+        return self._queue.staged(job_name, external_ids)
 
     def staged_with(self, job_name: str, actions: Sequence[str]) -> Iterator[Staged]:
         """The staged entries of ``actions``, in row order (read in pages)."""
-        return self._plans.staged_with(job_name, actions)
+        return self._queue.staged_with(job_name, actions)
 
     def same_payments(self, job_name: str, contents: Collection[str]
                       ) -> dict[str, list[tuple[str, int, str]]]:
@@ -345,46 +334,51 @@ class StateStore:
         """external_id -> its record, for those of ``external_ids`` in the state."""
         return self._items.items_by_id(external_ids)
 
-    def claim_next(self, job_name: str, worker: str, limit: int, ttl: float, pass_key: str,
-                   *, intent: str | None = None, step: str | None = None,
-                   before: str | None = None) -> list[ItemRecord]:
-        """The next page of the pass ``pass_key`` over the job's open items (neither final
-        nor a conflict; with ``intent``, ``step``, ``before`` only those in doubt of that
-        call, at that step, or last changed before that time), claimed: they are
-        ``worker``'s for ``ttl`` seconds (PostgreSQL's clock, or this host's), kept by
-        ``refresh_claims``, and two live workers never hold the same item. First any whose
-        claim expired (a dead worker's, maybe in doubt: look it up first, rule 3), then the
-        next ones after the pass's cursor, which moves on. Every worker naming the
-        same pass shares its cursor: no item is taken twice in a pass, unless its worker
-        died. [] when the pass is over. With several live workers, a page near the pass's
-        end is smaller than ``limit``: a fair share of what is left, so that they end the
-        pass together."""
-        return self._plans.claim_next(job_name, worker, limit, ttl, pass_key, intent=intent,
-                                      step=step, before=before)
+    def claim(self, job_name: str, worker: str, size: int, stale: float,
+              until: float = float("inf")) -> list[ItemRecord]:
+        """Up to ``size`` of the job's items due now (and at ``until`` at the latest, on the
+        database's clock: ``clock``), claimed by ``worker``, in row order: no other live
+        worker works them until ``release``, ``polled`` or ``give_up``. An item another
+        worker holds is free once that worker's heartbeat is ``stale`` seconds old (it
+        died: its calls in doubt are looked up first, rule 3). The earliest due first:
+        calls in doubt, then what the plan pays, then what is polled. With several live
+        workers, fewer than ``size`` near the end of what is due: a fair share of it, so
+        that they end together."""
+        return self._queue.claim(job_name, worker, size, stale, until)
 
-    def claimants(self, job_name: str) -> list[str]:
-        """The workers holding a live claim on one of the job's open items."""
-        return self._plans.claimants(job_name)
+    def release(self, job_name: str, worker: str, worked: Sequence[str],
+                again: Sequence[str] = (), polled: Mapping[float, Sequence[str]] | None = None
+                ) -> None:
+        """Give back the worker's claims on items it worked, in one transaction: those of
+        ``worked`` are done for this round (due again when a plan makes them due), but
+        one polling stays due when it was and one of ``again`` stays due (the next claim
+        takes it); ``polled`` (delay in seconds -> external_ids) were just polled: one still
+        polling is due again after its delay."""
+        self._queue.release(job_name, worker, worked, again, polled)
 
-    def expire_claims(self, job_name: str, worker: str) -> None:
-        """The worker is known dead (its process is gone from this host), or gives up the
-        page it holds unfinished (it stops): its claims expire now, for another to take its
-        items over (``claim_next`` takes them first)."""
-        self._plans.expire_claims(job_name, worker)
+    def give_up(self, job_name: str, worker: str) -> None:
+        """Give back every claim of the worker, unfinished (it stops: an error, a signal):
+        each item stays due as it was, for another worker or the next run."""
+        self._queue.give_up(job_name, worker)
 
-    def drop_claims(self, job_name: str) -> None:
-        """Forget every claim on the job's items: a run that holds the job's lease alone
-        (SQLite) is its only worker, and the claims of a run that died are void."""
-        self._plans.drop_claims(job_name)
+    def next_due(self, job_name: str, until: float = float("inf")) -> float | None:
+        """Seconds until the job's next item is due (0 or less: one is due now), counting
+        only those due at ``until`` at the latest; None when none is."""
+        return self._queue.next_due(job_name, until)
 
-    def end_passes(self, job_name: str) -> None:
-        """Forget the cursors of the job's passes (its round of work is over)."""
-        self._plans.end_passes(job_name)
+    def clock(self) -> float:
+        """The database's clock (seconds since the epoch), on which items are due."""
+        return self._queue.clock()
 
-    def restart_passes(self, job_name: str, prefix: str) -> None:
-        """Forget the cursors of the job's passes whose names start with ``prefix``: the
-        next page of each is its first again."""
-        self._plans.restart_passes(job_name, prefix)
+    def claimants(self, job_name: str, stale: float = CLAIM_TTL) -> list[str]:
+        """The live workers (heard from in the last ``stale`` seconds) holding a claim on
+        one of the job's items."""
+        return self._queue.claimants(job_name, stale)
+
+    def forget_worker(self, job_name: str, worker: str) -> None:
+        """``worker`` is known dead (its process is gone from this host): its claims are
+        anyone's at once, as they would be once its heartbeat went stale."""
+        self.leases.release(job_name, worker)
 
     def step_done_at(self, job_name: str, step: str) -> str | None:
         """When the job's ``step`` (``job_step``) was last done; None: not done."""
@@ -399,7 +393,7 @@ class StateStore:
         """The job's outstanding cost, per balance, as the plan estimates it: what its items
         to pay are estimated to cost, and the fees estimated for those not quoted yet
         (``runner.engine.fees``)."""
-        self._plans.set_outstanding(job_name, amounts, fees)
+        self._queue.set_outstanding(job_name, amounts, fees)
 
     def reduce_outstanding(self, job_name: str, estimated: Mapping[str, Decimal]
                            ) -> dict[str, Decimal]:
@@ -407,15 +401,16 @@ class StateStore:
         their quotations cost them now) off the job's outstanding cost, with their share of
         the estimated fees (in proportion to the amounts), atomically for every worker;
         what is still outstanding (the later windows' estimated cost), fees included."""
-        return self._plans.reduce_outstanding(job_name, estimated)
+        return self._queue.reduce_outstanding(job_name, estimated)
 
     # ------------------------------------------------------------ a whole state
     def require_idle(self) -> None:
-        """LeaseHeld when a run is live on this state (a lease of any job is fresh)."""
-        for lease in self.db.read(self.db.sql("all_leases")):
-            if self.leases.alive(lease):
-                raise LeaseHeld(f"{self.location}: job {lease['job_name']} is being run (pid "
-                                f"{lease['pid']} on {lease['host']}); copy when it has ended")
+        """LeaseHeld when a run is live on this state (a worker of any job is alive)."""
+        for worker in self.db.read(self.db.sql("all_workers")):
+            if self.leases.alive(worker):
+                raise LeaseHeld(f"{self.location}: job {worker['job_name']} is being run (pid "
+                                f"{worker['pid']} on {worker['host']}); copy when it has "
+                                "ended")
 
     def require_empty(self, tables: Collection[str]) -> None:
         """StateError when one of ``tables`` has a row: this state holds something."""

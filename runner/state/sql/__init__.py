@@ -13,7 +13,8 @@ and checked to be plain names): ``{changes}``, the columns one change of an item
 them, from the values the change sets, by ``runner.lifecycle``'s own expressions), ``{moved}``
 (the state and due time read from an item's columns as they are), ``{item_columns}`` and
 ``{item_marks}``, every column of an item, and ``{table}``, ``{columns}`` and ``{marks}`` for
-`runner state copy`.
+`runner state copy`; ``{now}`` is the database's clock in seconds since the epoch (when an
+item is due counts on it).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
         "{table}": table,
         "{columns}": ", ".join(columns),
         "{marks}": ", ".join([mark] * len(columns)),
+        "{now}": _NOW[dialect],
     }
     filled = []
     for statement in statements:

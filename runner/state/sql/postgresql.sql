@@ -8,7 +8,8 @@
 -- when the item moves, its state and due time: runner.lifecycle.backfill and due);
 -- {moved}, an item's state and due time read from its columns; {item_columns}, every
 -- column of an item; {table} and {columns} of `runner state copy`.
--- Claims and leases count time on the database's clock: one clock for every host.
+-- When an item is due counts on the database's clock: one clock for every host; a worker's
+-- heartbeat on its host's (kept in step by NTP).
 -- The SQLite twin of each is in sqlite.sql, under the same name.
 
 -- ---------------------------------------------------------------- runs
@@ -90,12 +91,10 @@ ON CONFLICT (run_id) DO UPDATE SET plan_sha256 = excluded.plan_sha256,
     signers = excluded.signers;
 
 -- reopen_run --
--- The run's end cleared, this process its own; no row back while a live lease names it.
+-- The run's end cleared, this process its own; no row back while a live worker works it.
 UPDATE runs SET ended_at = NULL, exit_code = NULL, host = %(host)s, pid = %(pid)s
 WHERE id = %(run_id)s
-  AND NOT EXISTS (SELECT 1 FROM leases
-                  WHERE run_id = %(run_id)s AND heartbeat_at > %(alive)s)
-  AND NOT EXISTS (SELECT 1 FROM worker_leases
+  AND NOT EXISTS (SELECT 1 FROM workers
                   WHERE run_id = %(run_id)s AND heartbeat_at > %(alive)s)
 RETURNING id;
 
@@ -110,57 +109,36 @@ SELECT * FROM plan_files WHERE id = %(id)s;
 -- note_plan_applied --
 UPDATE plan_files SET run_id = %(run_id)s WHERE id = %(id)s;
 
--- ---------------------------------------------------------------- the leases
+-- ---------------------------------------------------------------- the workers
 
--- lease --
--- The job's lease (its run and heartbeat), or when its holder is gone a live worker's.
-SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM leases WHERE job_name = %(job_name)s
-UNION ALL
-SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM worker_leases WHERE job_name = %(job_name)s
-ORDER BY heartbeat_at DESC;
+-- workers --
+-- The job's workers, each with its heartbeat (its host's clock) and its holder, the
+-- latest heartbeat first.
+SELECT * FROM workers WHERE job_name = %(job_name)s ORDER BY heartbeat_at DESC;
 
--- lease_held --
-SELECT * FROM leases WHERE job_name = %(job_name)s;
+-- all_workers --
+SELECT * FROM workers;
 
--- all_leases --
--- Every lease of every job: the job's, and each worker's past the first.
-SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked FROM leases
-UNION ALL
-SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked
-FROM worker_leases;
+-- enlist --
+-- A worker of the job, beside the others: those not heard from since alive are dead (their
+-- claims are anyone's).
+WITH dead AS (DELETE FROM workers WHERE job_name = %(job_name)s AND heartbeat_at <= %(alive)s)
+INSERT INTO workers (worker_id, job_name, run_id, host, pid, boot_id, pid_ns, locked,
+                     heartbeat_at)
+VALUES (%(worker_id)s, %(job_name)s, 0, %(host)s, %(pid)s, %(boot_id)s, %(pid_ns)s, 0, %(now)s);
 
--- forget_dead_workers --
-DELETE FROM worker_leases WHERE job_name = %(job_name)s AND heartbeat_at < %(alive)s;
-
--- take_worker_lease --
-INSERT INTO worker_leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns)
-VALUES (%(job_name)s, %(run_id)s, %(host)s, %(pid)s, %(token)s, %(now)s, %(boot_id)s,
-        %(pid_ns)s);
-
--- lease_run --
--- The run a lease's worker works, once it has begun (the lease is taken as it starts).
-WITH job AS (
-    UPDATE leases SET run_id = %(run_id)s, heartbeat_at = %(now)s
-    WHERE job_name = %(job_name)s AND token = %(token)s)
-UPDATE worker_leases SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE token = %(token)s;
-
--- take_lease --
-INSERT INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked)
-VALUES (%(job_name)s, %(run_id)s, %(host)s, %(pid)s, %(token)s, %(now)s, %(boot_id)s,
-        %(pid_ns)s, %(locked)s)
-ON CONFLICT (job_name) DO UPDATE SET run_id = excluded.run_id, host = excluded.host,
-    pid = excluded.pid, token = excluded.token, heartbeat_at = excluded.heartbeat_at,
-    boot_id = excluded.boot_id, pid_ns = excluded.pid_ns, locked = excluded.locked;
+-- worker_started --
+-- The run a worker works, once it has begun (the worker enlists as it starts).
+UPDATE workers SET run_id = %(run_id)s, heartbeat_at = %(now)s WHERE worker_id = %(worker_id)s;
 
 -- heartbeat --
-WITH job AS (
-    UPDATE leases SET heartbeat_at = %(now)s
-    WHERE job_name = %(job_name)s AND token = %(token)s)
-UPDATE worker_leases SET heartbeat_at = %(now)s WHERE token = %(token)s;
+UPDATE workers SET heartbeat_at = %(now)s WHERE worker_id = %(worker_id)s;
 
--- release_lease --
-WITH job AS (DELETE FROM leases WHERE job_name = %(job_name)s AND token = %(token)s)
-DELETE FROM worker_leases WHERE token = %(token)s;
+-- forget_worker --
+-- A worker gone (it left, or its process is known dead): its claims are anyone's at once.
+WITH freed AS (UPDATE items SET claimed_by = NULL
+               WHERE job_name = %(job_name)s AND claimed_by = %(worker_id)s)
+DELETE FROM workers WHERE worker_id = %(worker_id)s;
 
 -- ---------------------------------------------------------------- items
 
@@ -376,6 +354,13 @@ WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('held', 'dupl
   AND items.intent IS NULL;
 UPDATE items SET {moved}
 WHERE job_name = %(job_name)s AND updated_at = %(stamp)s;
+UPDATE items SET due_at = CASE
+    WHEN intent IS NOT NULL THEN {now} - 1
+    WHEN state = 'polling' OR external_id IN (
+        SELECT external_id FROM plan_items
+        WHERE job_name = %(job_name)s AND action = ANY(%(to_pay)s))
+    THEN {now} END
+WHERE job_name = %(job_name)s AND state = ANY(%(claimable)s);
 
 -- staged --
 SELECT * FROM plan_items
@@ -387,96 +372,80 @@ WHERE job_name = %(job_name)s AND action = ANY(%(actions)s)
   AND row > %(after)s
 ORDER BY row LIMIT %(size)s;
 
--- ---------------------------------------------------------------- passes and claims
+-- ---------------------------------------------------------------- the queue
 
--- claim_expired --
--- The job's open items (those of intent, step, changed before before, when given) whose
--- claim expired, claimed by the worker for ttl seconds.
-UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
-WHERE external_id IN (
+-- claim --
+-- Up to size of the job's items due (at or before the database's clock and until) whose
+-- claim is free or held by a dead worker (no heartbeat since alive), the earliest due
+-- first (calls in doubt are made due before the rest), then in row order: the worker's
+-- now. Rows another worker is claiming are skipped, not waited for.
+WITH live AS (
+    SELECT worker_id FROM workers
+    WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s
+), due AS (
     SELECT external_id FROM items
-    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
-      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
-      AND (%(step)s::text IS NULL OR step = %(step)s)
-      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
-      AND claimed_by IS NOT NULL AND claim_expires <= extract(epoch FROM clock_timestamp())
-    ORDER BY row LIMIT %(size)s)
-RETURNING *;
+    WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
+      AND (claimed_by IS NULL OR claimed_by NOT IN (SELECT worker_id FROM live))
+    ORDER BY due_at, row LIMIT %(size)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items SET claimed_by = %(worker)s
+FROM due WHERE items.external_id = due.external_id
+RETURNING items.*;
 
--- claim_ahead --
--- The next of them after the pass's cursor (after) that no live worker holds.
-UPDATE items SET claimed_by = %(worker)s, claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
-WHERE external_id IN (
-    SELECT external_id FROM items
-    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
-      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
-      AND (%(step)s::text IS NULL OR step = %(step)s)
-      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
-      AND row > %(after)s AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
-    ORDER BY row LIMIT %(size)s)
-RETURNING *;
-
--- count_ahead --
--- How many of them there are (size at most).
+-- count_due --
+-- How many such items there are (size at most).
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
-    WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
-      AND (%(intent)s::text IS NULL OR intent = %(intent)s)
-      AND (%(step)s::text IS NULL OR step = %(step)s)
-      AND (%(before)s::text IS NULL OR updated_at < %(before)s)
-      AND row > %(after)s AND (claimed_by IS NULL OR claim_expires <= extract(epoch FROM clock_timestamp()))
-    LIMIT %(size)s) AS ahead;
+    WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
+      AND (claimed_by IS NULL OR claimed_by NOT IN (
+            SELECT worker_id FROM workers
+            WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s))
+    LIMIT %(size)s) AS due;
 
 -- live_workers --
-SELECT (SELECT count(*) FROM leases WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s)
-     + (SELECT count(*) FROM worker_leases WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s)
-     AS n;
+SELECT count(*) AS n FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s;
 
--- pass_cursor --
-SELECT next_row FROM job_passes WHERE job_name = %(job_name)s AND pass = %(pass_key)s;
+-- next_due --
+-- Seconds from the database's clock until the job's next item is due (at or before until;
+-- NULL: none is).
+SELECT min(due_at) - {now} AS wait FROM items
+WHERE job_name = %(job_name)s AND due_at <= %(until)s;
 
--- move_pass --
-INSERT INTO job_passes (job_name, pass, next_row) VALUES (%(job_name)s, %(pass_key)s, %(next_row)s)
-ON CONFLICT (job_name, pass) DO UPDATE SET next_row = excluded.next_row;
+-- now --
+SELECT {now} AS now;
 
 -- claimants --
+-- The live workers holding claims on the job's items.
 SELECT DISTINCT claimed_by FROM items
-WHERE job_name = %(job_name)s AND step <> 'final' AND outcome <> 'conflict'
-  AND claimed_by IS NOT NULL AND claim_expires > extract(epoch FROM clock_timestamp());
+WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL AND claimed_by IN (
+    SELECT worker_id FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s);
 
--- expire_claims --
-UPDATE items SET claim_expires = 0 WHERE job_name = %(job_name)s AND claimed_by = %(worker)s;
+-- release --
+-- The worker's claims on ids given back once worked: those polling stay due when they
+-- were (a poll makes them due later: polled), again stay due (the next claim takes them),
+-- the rest are parked until the next plan (worked for this round).
+UPDATE items SET claimed_by = NULL,
+    due_at = CASE WHEN state = 'polling' OR external_id = ANY(%(again)s) THEN due_at END
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s AND external_id = ANY(%(ids)s);
 
--- drop_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL;
+-- polled --
+-- The worker's claims on ids given back after a poll: those still polling due again delay
+-- seconds from now, their polls counted.
+UPDATE items SET claimed_by = NULL,
+    polls = CASE WHEN state = 'polling' THEN polls + 1 ELSE polls END,
+    due_at = CASE WHEN state = 'polling' THEN {now} + %(delay)s END
+WHERE job_name = %(job_name)s AND claimed_by = %(worker)s AND external_id = ANY(%(ids)s);
 
--- end_passes --
-DELETE FROM job_passes WHERE job_name = %(job_name)s;
-
--- restart_passes --
-DELETE FROM job_passes WHERE job_name = %(job_name)s AND substr(pass, 1, length(%(prefix)s)) = %(prefix)s;
-
--- refresh_claims --
-UPDATE items SET claim_expires = extract(epoch FROM clock_timestamp()) + %(ttl)s
-WHERE job_name = %(job_name)s AND claimed_by = %(worker)s RETURNING external_id;
-
--- release_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = %(job_name)s AND claimed_by = %(worker)s;
-
--- release_claims_of --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = %(job_name)s AND claimed_by = %(worker)s
-  AND external_id = ANY(%(ids)s);
-
--- release_live_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = %(job_name)s AND claimed_by = %(worker)s AND claim_expires > extract(epoch FROM clock_timestamp());
+-- give_up --
+-- Every claim of the worker given back unfinished (it stops): due as they were.
+UPDATE items SET claimed_by = NULL WHERE job_name = %(job_name)s AND claimed_by = %(worker)s;
 
 -- any_live_claim --
 SELECT 1 FROM items
-WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL AND claim_expires > extract(epoch FROM clock_timestamp()) LIMIT 1;
+WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL AND claimed_by IN (
+    SELECT worker_id FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s)
+LIMIT 1;
 
 -- ---------------------------------------------------------------- the job's steps
 
@@ -547,8 +516,8 @@ SELECT setval(pg_get_serial_sequence('{table}', 'id'),
 -- ---------------------------------------------------------------- locks
 
 -- lock --
--- The transaction's lock on a name (a job's pass, its outstanding cost, its lease, its
--- finish): the transactions naming it run one at a time, as every SQLite writer does.
+-- The transaction's lock on a name (a job's outstanding cost, its finish): the
+-- transactions naming it run one at a time, as every SQLite writer does.
 SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
 -- lock_session --

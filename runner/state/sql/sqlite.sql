@@ -87,11 +87,10 @@ ON CONFLICT (run_id) DO UPDATE SET plan_sha256 = excluded.plan_sha256,
     signers = excluded.signers;
 
 -- reopen_run --
--- The run's end cleared, this process its own; no row back while a live lease names it.
+-- The run's end cleared, this process its own; no row back while a live worker works it.
 UPDATE runs SET ended_at = NULL, exit_code = NULL, host = :host, pid = :pid
 WHERE id = :run_id
-  AND NOT EXISTS (SELECT 1 FROM leases WHERE run_id = :run_id AND heartbeat_at > :alive)
-  AND NOT EXISTS (SELECT 1 FROM worker_leases WHERE run_id = :run_id AND heartbeat_at > :alive)
+  AND NOT EXISTS (SELECT 1 FROM workers WHERE run_id = :run_id AND heartbeat_at > :alive)
 RETURNING id;
 
 -- note_plan_file --
@@ -104,37 +103,36 @@ SELECT * FROM plan_files WHERE id = :id;
 -- note_plan_applied --
 UPDATE plan_files SET run_id = :run_id WHERE id = :id;
 
--- ---------------------------------------------------------------- the lease
+-- ---------------------------------------------------------------- the workers
 
--- lease --
--- The job's lease (its run and heartbeat), for the runs' state.
-SELECT run_id, heartbeat_at, pid, boot_id, pid_ns FROM leases WHERE job_name = :job_name;
+-- workers --
+-- The job's workers, each with its heartbeat (this host's clock) and its holder, the
+-- latest heartbeat first.
+SELECT * FROM workers WHERE job_name = :job_name ORDER BY heartbeat_at DESC;
 
--- lease_held --
-SELECT * FROM leases WHERE job_name = :job_name;
+-- all_workers --
+SELECT * FROM workers;
 
--- all_leases --
--- Every lease of every job (the job's, and PostgreSQL's workers' own).
-SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked FROM leases
-UNION ALL
-SELECT job_name, run_id, host, pid, token, heartbeat_at, boot_id, pid_ns, locked
-FROM worker_leases;
+-- enlist --
+-- A worker of the job, alone (rule 6): the job's earlier workers are dead, and their
+-- claims void.
+DELETE FROM workers WHERE job_name = :job_name;
+UPDATE items SET claimed_by = NULL WHERE job_name = :job_name AND claimed_by IS NOT NULL;
+INSERT INTO workers (worker_id, job_name, run_id, host, pid, boot_id, pid_ns, locked,
+                     heartbeat_at)
+VALUES (:worker_id, :job_name, 0, :host, :pid, :boot_id, :pid_ns, :locked, :now);
 
--- lease_run --
--- The run a lease's worker works, once it has begun (the lease is taken as it starts).
-UPDATE leases SET run_id = :run_id, heartbeat_at = :now
-WHERE job_name = :job_name AND token = :token;
-
--- take_lease --
-INSERT OR REPLACE INTO leases (job_name, run_id, host, pid, token, heartbeat_at, boot_id,
-                               pid_ns, locked)
-VALUES (:job_name, :run_id, :host, :pid, :token, :now, :boot_id, :pid_ns, :locked);
+-- worker_started --
+-- The run a worker works, once it has begun (the worker enlists as it starts).
+UPDATE workers SET run_id = :run_id, heartbeat_at = :now WHERE worker_id = :worker_id;
 
 -- heartbeat --
-UPDATE leases SET heartbeat_at = :now WHERE job_name = :job_name AND token = :token;
+UPDATE workers SET heartbeat_at = :now WHERE worker_id = :worker_id;
 
--- release_lease --
-DELETE FROM leases WHERE job_name = :job_name AND token = :token;
+-- forget_worker --
+-- A worker gone (it left, or its process is known dead): its claims are anyone's at once.
+UPDATE items SET claimed_by = NULL WHERE job_name = :job_name AND claimed_by = :worker_id;
+DELETE FROM workers WHERE worker_id = :worker_id;
 
 -- ---------------------------------------------------------------- items
 
@@ -284,7 +282,8 @@ DELETE FROM job_rest WHERE job_name = :job_name;
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
 -- duplicate, held with why (not once final, nor in doubt); the state of every item the plan
--- wrote, and when it is due, read from its columns.
+-- wrote, read from its columns; and the queue: due now what the plan pays and what is
+-- polling, a call in doubt before them (looked up first, rule 3), nothing else.
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
                    outcome, error_code, error_message, created_at, updated_at)
 SELECT external_id, job_name, :kind, row, fingerprint, summary, payee, content,
@@ -331,6 +330,13 @@ WHERE plan_items.job_name = :job_name AND plan_items.action IN ('held', 'duplica
   AND items.intent IS NULL;
 UPDATE items SET {moved}
 WHERE job_name = :job_name AND updated_at = :stamp;
+UPDATE items SET due_at = CASE
+    WHEN intent IS NOT NULL THEN {now} - 1
+    WHEN state = 'polling' OR external_id IN (
+        SELECT external_id FROM plan_items
+        WHERE job_name = :job_name AND action IN (SELECT value FROM json_each(:to_pay)))
+    THEN {now} END
+WHERE job_name = :job_name AND state IN (SELECT value FROM json_each(:claimable));
 
 -- staged --
 SELECT * FROM plan_items
@@ -342,93 +348,76 @@ WHERE job_name = :job_name AND action IN (SELECT value FROM json_each(:actions))
   AND row > :after
 ORDER BY row LIMIT :size;
 
--- ---------------------------------------------------------------- passes and claims
+-- ---------------------------------------------------------------- the queue
 
--- claim_expired --
--- The job's open items (those of :intent, :step, changed before :before, when given) whose
--- claim expired, claimed by :worker until :ttl seconds from now.
-UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
+-- claim --
+-- Up to :size of the job's items due (at or before the database's clock and :until) whose
+-- claim is free or held by a dead worker (no heartbeat since :alive), the earliest due
+-- first (calls in doubt are made due before the rest), then in row order: :worker's now.
+UPDATE items SET claimed_by = :worker
 WHERE external_id IN (
     SELECT external_id FROM items
-    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
-      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
-      AND (:before IS NULL OR updated_at < :before)
-      AND claimed_by IS NOT NULL AND claim_expires <= :now
-    ORDER BY row LIMIT :size)
+    WHERE job_name = :job_name AND due_at <= min({now}, :until)
+      AND (claimed_by IS NULL OR claimed_by NOT IN (
+            SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive))
+    ORDER BY due_at, row LIMIT :size)
 RETURNING *;
 
--- claim_ahead --
--- The next of them after the pass's cursor (:after) that no live worker holds.
-UPDATE items SET claimed_by = :worker, claim_expires = :now + :ttl
-WHERE external_id IN (
-    SELECT external_id FROM items
-    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
-      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
-      AND (:before IS NULL OR updated_at < :before)
-      AND row > :after AND (claimed_by IS NULL OR claim_expires <= :now)
-    ORDER BY row LIMIT :size)
-RETURNING *;
-
--- count_ahead --
--- How many of them there are (:size at most).
+-- count_due --
+-- How many such items there are (:size at most).
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
-    WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
-      AND (:intent IS NULL OR intent = :intent) AND (:step IS NULL OR step = :step)
-      AND (:before IS NULL OR updated_at < :before)
-      AND row > :after AND (claimed_by IS NULL OR claim_expires <= :now)
-    LIMIT :size) AS ahead;
+    WHERE job_name = :job_name AND due_at <= min({now}, :until)
+      AND (claimed_by IS NULL OR claimed_by NOT IN (
+            SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive))
+    LIMIT :size) AS due;
 
 -- live_workers --
-SELECT (SELECT count(*) FROM leases WHERE job_name = :job_name AND heartbeat_at > :alive)
-     + (SELECT count(*) FROM worker_leases WHERE job_name = :job_name AND heartbeat_at > :alive)
-     AS n;
+SELECT count(*) AS n FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive;
 
--- pass_cursor --
-SELECT next_row FROM job_passes WHERE job_name = :job_name AND pass = :pass_key;
+-- next_due --
+-- Seconds from the database's clock until the job's next item is due (at or before
+-- :until; NULL: none is).
+SELECT min(due_at) - {now} AS wait FROM items
+WHERE job_name = :job_name AND due_at <= :until;
 
--- move_pass --
-INSERT INTO job_passes (job_name, pass, next_row) VALUES (:job_name, :pass_key, :next_row)
-ON CONFLICT (job_name, pass) DO UPDATE SET next_row = excluded.next_row;
+-- now --
+SELECT {now} AS now;
 
 -- claimants --
+-- The live workers holding claims on the job's items.
 SELECT DISTINCT claimed_by FROM items
-WHERE job_name = :job_name AND step <> 'final' AND outcome <> 'conflict'
-  AND claimed_by IS NOT NULL AND claim_expires > :now;
+WHERE job_name = :job_name AND claimed_by IS NOT NULL AND claimed_by IN (
+    SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive);
 
--- expire_claims --
-UPDATE items SET claim_expires = 0 WHERE job_name = :job_name AND claimed_by = :worker;
-
--- drop_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = :job_name AND claimed_by IS NOT NULL;
-
--- end_passes --
-DELETE FROM job_passes WHERE job_name = :job_name;
-
--- restart_passes --
-DELETE FROM job_passes WHERE job_name = :job_name AND substr(pass, 1, length(:prefix)) = :prefix;
-
--- refresh_claims --
-UPDATE items SET claim_expires = :now + :ttl
-WHERE job_name = :job_name AND claimed_by = :worker RETURNING external_id;
-
--- release_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = :job_name AND claimed_by = :worker;
-
--- release_claims_of --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
+-- release --
+-- The worker's claims on :ids given back once worked: those polling stay due when they
+-- were (a poll makes them due later: polled), :again stay due (the next claim takes
+-- them), the rest are parked until the next plan (worked for this round).
+UPDATE items SET claimed_by = NULL,
+    due_at = CASE WHEN state = 'polling' OR external_id IN (SELECT value FROM json_each(:again))
+                  THEN due_at END
 WHERE job_name = :job_name AND claimed_by = :worker
   AND external_id IN (SELECT value FROM json_each(:ids));
 
--- release_live_claims --
-UPDATE items SET claimed_by = NULL, claim_expires = NULL
-WHERE job_name = :job_name AND claimed_by = :worker AND claim_expires > :now;
+-- polled --
+-- The worker's claims on :ids given back after a poll: those still polling due again
+-- :delay seconds from now, their polls counted.
+UPDATE items SET claimed_by = NULL,
+    polls = CASE WHEN state = 'polling' THEN polls + 1 ELSE polls END,
+    due_at = CASE WHEN state = 'polling' THEN {now} + :delay END
+WHERE job_name = :job_name AND claimed_by = :worker
+  AND external_id IN (SELECT value FROM json_each(:ids));
+
+-- give_up --
+-- Every claim of the worker given back unfinished (it stops): due as they were.
+UPDATE items SET claimed_by = NULL WHERE job_name = :job_name AND claimed_by = :worker;
 
 -- any_live_claim --
 SELECT 1 FROM items
-WHERE job_name = :job_name AND claimed_by IS NOT NULL AND claim_expires > :now LIMIT 1;
+WHERE job_name = :job_name AND claimed_by IS NOT NULL AND claimed_by IN (
+    SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive)
+LIMIT 1;
 
 -- ---------------------------------------------------------------- the job's steps
 

@@ -1,17 +1,16 @@
-"""A run's items in pages (``runner.engine.pages``), on either backend: the staged plan, the
-passes over the job's items, and the job's outstanding cost (what its items not confirmed
-yet are estimated to cost); see ``StateStore``'s docs of each method. The statements are
-each dialect's (``runner/state/sql``): PostgreSQL counts claims on the database's clock,
-SQLite on this host's.
+"""The job's queue, on either backend: the items table, each item with its state and when it
+is next due (``items.due_at``, NULL: final, or parked until the next plan); the staged plan
+that makes due what it pays; and the job's outstanding cost (what its items not confirmed
+yet are estimated to cost). See ``StateStore``'s docs of each method; the statements are
+each dialect's (``runner/state/sql``).
 
-A pass is a cursor over the job's items in row order, named by the run (or, with a shared
-state, by the round of the job the workers share): each ``claim_next`` takes the next page
-after it and moves it on, so the workers of one pass never take an item twice, and an item
-a worker gave back after working it is not taken again in the same pass. Items whose claim
-expired (their worker died) are taken first, wherever they are. With several live workers,
-the pages near the end of a pass shrink to a share of what is left (``_share``), so that
-they end it together. A page is taken in one transaction under the pass's lock (SQLite: its
-one writer; PostgreSQL: an advisory lock on the pass).
+A worker claims the items due, a window at a time, with one statement: calls in doubt first
+(the plan makes them due before the rest), then in row order; an item claimed by a worker
+whose heartbeat went stale (it died) is free. PostgreSQL skips the rows another worker is
+claiming (``FOR UPDATE SKIP LOCKED``); SQLite has one writer. Once worked, an item is
+released: a polled one due again after a wait, the rest parked until the next plan (so no
+item is worked twice in a round). With several live workers, a window near the end of
+what is due is a fair share of it (``_share``), so that they end together.
 """
 
 from __future__ import annotations
@@ -21,16 +20,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from runner.lifecycle import CLAIMABLE, TO_PAY
 from runner.state.connector import Connector, Row, Tx
-from runner.state.holders import LEASE_TTL
 from runner.state.records import STAGED, ItemRecord, Staged, now_iso
 
 CHUNK = 500  # staged entries read at a time
-SHARE_STEP = 8  # items: a page near the end of a pass is a multiple of this, at least
+SHARE_STEP = 8  # items: a window near the end of the work is a multiple of this, at least
 
 
-class PlanBook:
-    """The staged plan, the passes and the outstanding cost: a part of the store."""
+class Queue:
+    """The job's queue, its staged plan and its outstanding cost: a part of the store."""
 
     def __init__(self, db: Connector) -> None:
         self.db = db
@@ -48,7 +47,8 @@ class PlanBook:
     def record_plan(self, job_name: str, kind: str, conflict: str, looked_up: str = ""
                     ) -> None:
         self.db.write(self.sql("record_plan"), job_name=job_name, kind=kind,
-                      conflict=conflict, looked_up=looked_up, stamp=now_iso())
+                      conflict=conflict, looked_up=looked_up, stamp=now_iso(),
+                      to_pay=list(TO_PAY), claimable=list(CLAIMABLE))
 
     def staged(self, job_name: str, external_ids: Sequence[str]) -> dict[str, Staged]:
         rows = self.db.read(self.sql("staged"), job_name=job_name, ids=list(external_ids))
@@ -61,61 +61,57 @@ class PlanBook:
             yield from (Staged.from_row(r) for r in rows)
             last = rows[-1]["row"]
 
-    # ------------------------------------------------------------ passes
-    def claim_next(self, job_name: str, worker: str, limit: int, ttl: float, pass_key: str,
-                   *, intent: str | None = None, step: str | None = None,
-                   before: str | None = None) -> list[ItemRecord]:
-        which = dict(job_name=job_name, intent=intent, step=step, before=before)
+    # ------------------------------------------------------------ the queue
+    def claim(self, job_name: str, worker: str, size: int, stale: float, until: float
+              ) -> list[ItemRecord]:
+        alive = time.time() - stale
+        which = dict(job_name=job_name, alive=alive, until=until)
 
         def work(tx: Tx) -> list[Row]:
-            now = time.time()  # SQLite's clock; PostgreSQL's statements read the database's
-            got = tx.write(self.sql("claim_expired"), **which, worker=worker, now=now,
-                           ttl=ttl, size=limit)
-            if len(got) >= limit:
-                return got
-            cursor = tx.read(self.sql("pass_cursor"), job_name=job_name, pass_key=pass_key)
-            after = cursor[0]["next_row"] if cursor else -1
-            size = self._share(tx, which, after, now, limit - len(got))
-            fresh = tx.write(self.sql("claim_ahead"), **which, worker=worker, now=now,
-                             ttl=ttl, after=after, size=size)
-            if fresh:
-                tx.write(self.sql("move_pass"), job_name=job_name, pass_key=pass_key,
-                         next_row=max(r["row"] for r in fresh))
-            return got + fresh
-        rows = self.db.transaction(work, lock=f"runner:pass:{job_name}:{pass_key}")
+            share = self._share(tx, which, size)
+            return tx.write(self.sql("claim"), **which, worker=worker, size=share)
+        rows = self.db.transaction(work)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
-    def _share(self, tx: Tx, which: dict[str, Any], after: int, now: float, size: int
-               ) -> int:
-        """Near the end of a pass, a page is a fair share of what is left: of the items
-        ahead of the cursor, one live worker's part (rounded up to ``SHARE_STEP``), when
-        that is less than ``size``. The pages shrink as the pass ends, and its workers end
-        it together instead of one working alone through a last large page (guided
-        self-scheduling). Live workers: those whose lease is fresh (with SQLite, one)."""
+    def _share(self, tx: Tx, which: dict[str, Any], size: int) -> int:
+        """Near the end of what is due, a window is a fair share of it: one live worker's
+        part (rounded up to ``SHARE_STEP``), when that is less than ``size``. The windows
+        shrink as the work ends, and the workers end it together instead of one working
+        alone through a last large window (guided self-scheduling)."""
         live = int(tx.read(self.sql("live_workers"), job_name=which["job_name"],
-                           alive=time.time() - LEASE_TTL)[0]["n"])
+                           alive=which["alive"])[0]["n"])
         if live <= 1 or size <= SHARE_STEP:
             return size
-        left = int(tx.read(self.sql("count_ahead"), **which, after=after, now=now,
-                           size=size * live)[0]["n"])
+        left = int(tx.read(self.sql("count_due"), **which, size=size * live)[0]["n"])
         share = -(-left // live)
         return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
 
-    def claimants(self, job_name: str) -> list[str]:
-        return [r["claimed_by"] for r in self.db.read(self.sql("claimants"),
-                                                      job_name=job_name, now=time.time())]
+    def release(self, job_name: str, worker: str, worked: Sequence[str],
+                again: Sequence[str] = (), polled: Mapping[float, Sequence[str]] | None = None
+                ) -> None:
+        def work(tx: Tx) -> None:
+            for delay, ids in (polled or {}).items():
+                tx.write(self.sql("polled"), job_name=job_name, worker=worker,
+                         ids=list(ids), delay=delay)
+            if worked:
+                tx.write(self.sql("release"), job_name=job_name, worker=worker,
+                         ids=list(worked), again=list(again))
+        if worked or polled:
+            self.db.transaction(work)
 
-    def expire_claims(self, job_name: str, worker: str) -> None:
-        self.db.write(self.sql("expire_claims"), job_name=job_name, worker=worker)
+    def give_up(self, job_name: str, worker: str) -> None:
+        self.db.write(self.sql("give_up"), job_name=job_name, worker=worker)
 
-    def drop_claims(self, job_name: str) -> None:
-        self.db.write(self.sql("drop_claims"), job_name=job_name)
+    def next_due(self, job_name: str, until: float) -> float | None:
+        wait = self.db.read(self.sql("next_due"), job_name=job_name, until=until)[0]["wait"]
+        return None if wait is None else float(wait)
 
-    def end_passes(self, job_name: str) -> None:
-        self.db.write(self.sql("end_passes"), job_name=job_name)
+    def clock(self) -> float:
+        return float(self.db.read(self.sql("now"))[0]["now"])
 
-    def restart_passes(self, job_name: str, prefix: str) -> None:
-        self.db.write(self.sql("restart_passes"), job_name=job_name, prefix=prefix)
+    def claimants(self, job_name: str, stale: float) -> list[str]:
+        return [r["claimed_by"] for r in self.db.read(
+            self.sql("claimants"), job_name=job_name, alive=time.time() - stale)]
 
     # ------------------------------------------------------------ what is outstanding
     def set_outstanding(self, job_name: str, amounts: Mapping[str, Decimal],
