@@ -16,8 +16,8 @@ from runner.state import open_state
 FAILING = "rejected,1,20.00,+254700999302\n"  # REJECTED at the provider: final, unpaid
 
 
-def runner_run(job: Path, state: Path | str) -> tuple[int, list[str], list[str]]:
-    result = cli("run", str(job), "--state", str(state), "--yes")
+def runner_run(job: Path, state: Path | str, *flags: str) -> tuple[int, list[str], list[str]]:
+    result = cli("run", str(job), "--state", str(state), "--yes", *flags)
     return result.exit_code, out_lines(result), err_lines(result)
 
 
@@ -61,3 +61,18 @@ def test_changed_rows_or_work_left_make_a_full_run(sb: RunningSandbox, adm: Admi
     adm.api.call("DELETE", "/requests")
     assert runner_run(job, state)[0] == 0
     assert adm.requests()["counts"].get("GET", 0) > 0  # validated again
+
+
+def test_a_finished_batch_run_again_allowing_duplicates_sends_nothing(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    """--allow-duplicates pays the items held as possible duplicates: a finished batch holds
+    none (a held item is work left), so its run again costs nothing either, and is recorded
+    as allowing them."""
+    job = write_job(tmp_path, sb, ROWS)
+    first = runner_run(job, state, "--allow-duplicates")
+    assert first[0] == 0
+    adm.api.call("DELETE", "/requests")
+    assert runner_run(job, state, "--allow-duplicates") == first
+    assert adm.requests()["counts"] == {}  # nothing validated, nothing sent
+    with open_state(state) as store:
+        assert [r.allow_duplicates for r in store.runs("pay-2026-11")] == [True, True]

@@ -99,13 +99,14 @@ def run_job(job: Job, provider: Provider, worker: Worker, options: RunOptions | 
     require_plan(job, options.applied is not None)  # four eyes: before anything is written
     state = worker.state
     digest = inputs_digest(job)
-    if options.applied is None and not options.retry_failed and \
-            not options.confirm_only and not options.allow_duplicates:
+    # (--allow-duplicates too: an item held as a possible duplicate is work left, so a
+    # batch with none has nothing it could pay.)
+    if options.applied is None and not options.retry_failed and not options.confirm_only:
         last = unchanged(job, state, digest)
         if last is not None:
             log.info("inputs unchanged since run %d and every item done: nothing to do",
                      last.id, extra=event("nothing_to_do"))
-            again, repeated = repeat(job, worker, last, digest)
+            again, repeated = repeat(job, worker, last, digest, options.allow_duplicates)
             return RunResult(repeated, "", lines=list(last.lines or ()),
                              repeated=dict(last.counts), run_id=again)
     run_id = _run_of(job, state, options.applied)

@@ -66,12 +66,16 @@ def unchanged(job: Job, state: StateStore, digest: str) -> RunRecord | None:
     return last
 
 
-def repeat(job: Job, worker: Worker, last: RunRecord, digest: str) -> tuple[int, int]:
+def repeat(job: Job, worker: Worker, last: RunRecord, digest: str,
+           allow_duplicates: bool = False) -> tuple[int, int]:
     """Record, by ``worker`` (under the job's lease, as any run), a run that repeats
-    ``last``; its id and exit code."""
+    ``last`` (``allow_duplicates``: asked to pay possible duplicates, as the run records);
+    its id and exit code."""
     state = worker.state
     run_id = state.start_run(job.name, str(job.path))
     worker.started(run_id)
+    if allow_duplicates:
+        state.note_duplicates_allowed(run_id)
     state.note_checks(run_id, last.counts.get(PlanAction.INVALID, 0),
                       last.counts.get(PlanAction.REFUSED, 0))
     state.note_inputs(run_id, digest)
