@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol, TypedDict
 
 from runner.errors import IllegalMove
@@ -252,8 +253,8 @@ class _Rule:
     outcomes: tuple[Outcome, ...] = ()
     steps: tuple[Step, ...] = ()
 
-    def matches(self, step: str, intent: str | None, outcome: str) -> bool:
-        return ((not self.in_doubt or bool(intent))
+    def matches(self, step: str, in_doubt: bool, outcome: str) -> bool:
+        return ((not self.in_doubt or in_doubt)
                 and (not self.outcomes or outcome in self.outcomes)
                 and (not self.steps or step in self.steps))
 
@@ -288,12 +289,19 @@ _RULES = (
 
 def state_of(step: str, intent: str | None, outcome: str) -> State:
     """The state the columns of an item say."""
-    return next(r.state for r in _RULES if r.matches(step, intent, outcome))
+    return _state_of(step, bool(intent), outcome)
+
+
+# Every move asks the state of its item, several times a call: the rules are read once for
+# each (step, in doubt, outcome) a run meets, a few dozen at most.
+@lru_cache(maxsize=1024)
+def _state_of(step: str, in_doubt: bool, outcome: str) -> State:
+    return next(r.state for r in _RULES if r.matches(step, in_doubt, outcome))
 
 
 def state(item: Item) -> State:
     """The state of an item."""
-    return state_of(item.step, item.intent, item.outcome)
+    return _state_of(item.step, bool(item.intent), item.outcome)
 
 
 # The columns ``state_of`` reads; a change of any of them moves the item (``items.state``).
