@@ -40,6 +40,8 @@ import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
 from typing import Any, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
@@ -52,7 +54,7 @@ from urllib3.exceptions import (
     ProxyError,
     ReadTimeoutError,
 )
-from urllib3.util import Timeout, make_headers
+from urllib3.util import Retry, Timeout, make_headers
 from urllib3.util.ssl_ import create_urllib3_context
 
 from runner import __version__
@@ -69,6 +71,9 @@ _UNSAFE_TARGET = re.compile("[\x00-\x20\x7f]")
 _UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 ASKED_ENCODINGS = ("gzip", "x-gzip", "deflate", "identity")
 DEFAULT_HEADERS = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
+# Nothing retried, no redirect followed: what ``retries=False`` says, made once (urllib3
+# makes one from it at every call).
+NO_RETRIES = Retry(total=False, redirect=False)
 
 
 def as_is(content: bytes, headers: Mapping[str, str]) -> Any:
@@ -164,8 +169,8 @@ class Urllib3Transport:
 
     def handle_request(self, request: Request) -> Reply:
         headers = {**self._headers, **request.headers}
-        if _UNSAFE_TARGET.search(request.target) or any(
-                _UNSAFE_HEADER.search(f"{k}{v}") for k, v in headers.items()):
+        if _UNSAFE_TARGET.search(request.target) or _UNSAFE_HEADER.search(
+                "".join(chain.from_iterable(headers.items()))):
             # (http.client refuses them too, but with the header's value, a secret maybe, in
             # its message)
             raise ValueError("a control character or space in the request line or a header")
@@ -173,10 +178,12 @@ class Urllib3Transport:
             pool = self._pool
             response = pool.urlopen(
                 request.method, self._prefix + request.target, body=request.body,
-                headers=headers, redirect=False, assert_same_host=False, retries=False,
+                headers=headers, redirect=False, assert_same_host=False, retries=NO_RETRIES,
                 preload_content=False, release_conn=False, decode_content=True,
                 timeout=self._timeout)
-            with pool.settling(response) as settle:
+            connection = pool.hold(response)
+            kept = False
+            try:
                 unexpected = _unexpected(response.status, response.headers,
                                          headers.get("Accept"))
                 if unexpected is not None:
@@ -192,8 +199,10 @@ class Urllib3Transport:
                 except ValueError:  # (UnicodeDecodeError is one)
                     return Reply(response.status, response.headers, content, None,
                                  "a body that cannot be read")
-                settle.keep = True
+                kept = True
                 return Reply(response.status, response.headers, content, body)
+            finally:
+                pool.settle(response, connection, kept)
 
     def close(self) -> None:
         """Close every idle connection (a call after this opens another)."""
@@ -216,24 +225,25 @@ def _unexpected(status: int, headers: Mapping[str, str], accept: str | None) -> 
     if any(e and e not in ASKED_ENCODINGS for e in encodings):
         return f"a body encoded {headers.get('Content-Encoding')}, which was not asked for"
     media = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
-    wanted = {m.split(";")[0].strip().lower() for m in (accept or "").split(",")} - {""}
+    wanted = _accepted(accept)
     if media and wanted and "*/*" not in wanted and media not in wanted and \
             not any(media.endswith("+" + w.rpartition("/")[2]) for w in wanted):
         return f"HTTP {status} {media}, not the {' or '.join(sorted(wanted))} asked for"
     return None
 
 
-@dataclass
-class _Settlement:
-    keep: bool = False
+@lru_cache(maxsize=64)
+def _accepted(accept: str | None) -> frozenset[str]:
+    """The media types an Accept header names (a client's few, read once each)."""
+    return frozenset(m.split(";")[0].strip().lower() for m in (accept or "").split(",")) - {""}
 
 
 class _SettlingPool(urllib3.HTTPConnectionPool):
     """urllib3's pool, but a connection that an answer came on comes back to it only once
-    the transport has settled whether the answer was one the call asked for (``settling``).
-    urllib3 gives the connection back as soon as the body is read whole, whatever
-    ``release_conn`` says (as its documentation warns), and has no public hook to hold it:
-    hence ``_put_conn``, the one way back into urllib3's pool, overridden here."""
+    the transport has settled whether the answer was one the call asked for (``hold``, then
+    ``settle``). urllib3 gives the connection back as soon as the body is read whole,
+    whatever ``release_conn`` says (as its documentation warns), and has no public hook to
+    hold it: hence ``_put_conn``, the one way back into urllib3's pool, overridden here."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -243,31 +253,29 @@ class _SettlingPool(urllib3.HTTPConnectionPool):
     def _put_conn(self, conn: Any) -> None:
         with self._settled:
             if conn in self._unsettled:
-                return  # ``settling`` gives it back
+                return  # ``settle`` gives it back
         super()._put_conn(conn)
 
-    @contextlib.contextmanager
-    def settling(self, response: urllib3.BaseHTTPResponse) -> Iterator[_Settlement]:
-        """Hold the answer's connection out of the pool until the block ends; then give it
-        back as it is if the block set ``keep``, else closed (the pool opens another in its
-        place)."""
+    def hold(self, response: urllib3.BaseHTTPResponse) -> Any:
+        """Keep the answer's connection out of the pool until ``settle``; the connection."""
         connection = response.connection
-        if connection is None:  # (never: urlopen with release_conn=False leaves it one)
-            yield _Settlement()
-            return
-        with self._settled:
-            self._unsettled.add(connection)
-        settlement = _Settlement()
-        try:
-            yield settlement
-        finally:
-            if not settlement.keep:
-                response.close()
-                connection.close()
-            response.release_conn()  # (held above if the body was read whole)
+        if connection is not None:  # (always: urlopen with release_conn=False leaves one)
             with self._settled:
-                self._unsettled.discard(connection)
-            super()._put_conn(connection)
+                self._unsettled.add(connection)
+        return connection
+
+    def settle(self, response: urllib3.BaseHTTPResponse, connection: Any, kept: bool) -> None:
+        """Give a held connection back to the pool: as it is if ``kept``, else closed (the
+        pool opens another in its place)."""
+        if connection is None:
+            return
+        if not kept:
+            response.close()
+            connection.close()
+        response.release_conn()  # (held above if the body was read whole)
+        with self._settled:
+            self._unsettled.discard(connection)
+        super()._put_conn(connection)
 
 
 class _SettlingHTTPSPool(_SettlingPool, urllib3.HTTPSConnectionPool):
