@@ -19,6 +19,10 @@ from runner.state.connector import Connector, Tx
 from runner.state.history import RetryRecord
 from runner.state.records import COLUMNS, AttemptRecord, ItemChanges, ItemRecord, now_iso
 
+# A call's request as the attempt keeps it (amounts and other values as their text); one
+# encoder for every call.
+_request_text = json.JSONEncoder(default=str).encode
+
 
 def _set(changes: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of an item's changed columns (``{changes}`` in the SQL)."""
@@ -136,7 +140,7 @@ class ItemBook:
                       request: Mapping[str, Any],
                       answered: tuple[int, ItemChanges] | None = None) -> int:
         args: dict[str, Any] = dict(run_id=run_id, external_id=external_id, step=step,
-                                    request=json.dumps(request, default=str),
+                                    request=_request_text(request),
                                     updated_at=now_iso())
         if answered is None:
             rows = self.db.write(self.sql("begin_attempt", changes=("intent",)), **args,

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
+from runner.lifecycle import Call, Outcome, Reason, State, Step
 from runner.state.connector import Row, Tx
 from runner.state.files import private_file, private_folder
 from runner.state.opening import check_migrations, check_tables, state_error
@@ -42,6 +43,10 @@ T = TypeVar("T")
 # statements read with json_each (no IN (?, ?, ...) text is built).
 sqlite3.register_adapter(Decimal, str)
 sqlite3.register_adapter(list, json.dumps)
+# An item's life is written as its names' text; said here, the driver finds it at once
+# instead of asking each value how to adapt itself first (a few writes each call).
+for name in (Call, Outcome, Reason, State, Step):
+    sqlite3.register_adapter(name, str)
 
 # How long a write waits for another process's write to end. A run's own writes are short;
 # a second run refused by the lease waits for none of this (``StateStore.join``).
