@@ -7,7 +7,8 @@ The state keeps an item's life in four columns: ``step`` (a ``Step``), ``intent`
 ``Call`` sent whose answer is not recorded yet: in doubt), ``outcome`` (an ``Outcome``) and,
 where the life says why, ``error_code`` (a ``Reason``). ``state_of`` reads one ``State``
 from them, and ``items.state`` keeps it: every write that moves an item sets it with
-``backfill``'s expression of the same rules, and when the item is next due with ``due``.
+``backfill``'s expression of the same rules (when it is next due is the queue's:
+``runner.state.queue``).
 The flows never write those columns themselves: a move says what to write, and the flow
 writes it with the facts the provider gave (ids, amounts, statuses).
 
@@ -316,19 +317,6 @@ def backfill(**columns: str) -> str:
     read = {name: columns.get(name, name) for name in READ}
     whens = " ".join(f"WHEN {r.sql(read)} THEN '{r.state}'" for r in _RULES[:-1])
     return f"CASE {whens} ELSE '{_RULES[-1].state}' END"
-
-
-def due(moved_to: str, now: str) -> str:
-    """When an item moving to the state ``moved_to`` (an SQL expression) is next due for a
-    claim (``items.due_at``), as one SQL expression over its columns before the move, with
-    ``now`` the database's clock: never while final or parked (NULL: the next plan makes
-    due what it pays); at once when it starts polling (its first read); else when it was
-    due already (or at once, when it was parked)."""
-    kept = f"coalesce(due_at, {now})"
-    parked = " ".join(f"WHEN '{s}' THEN NULL" for s in sorted(FINAL | PARKED))
-    return (f"CASE {moved_to} {parked} WHEN '{State.POLLING}' THEN CASE WHEN "
-            f"coalesce(state, '') <> '{State.POLLING}' THEN {now} ELSE {kept} END "
-            f"ELSE {kept} END")
 
 
 def shown(item: Item) -> Shown:

@@ -3,7 +3,7 @@
 around it (rule 2), a failed item's retries, what a person or `runner reconcile` found, and
 the digests of what items pay. The statements are each dialect's (``runner/state/sql``);
 an item's change names the columns it sets (``{changes}``), each a parameter ``set_NAME``;
-a change that moves the item sets its ``state`` and ``due_at`` with them (``runner.state.sql``).
+a change that moves the item sets its ``state`` with them (``runner.state.sql``).
 """
 
 from __future__ import annotations

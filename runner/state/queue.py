@@ -69,7 +69,8 @@ class Queue:
 
         def work(tx: Tx) -> list[Row]:
             share = self._share(tx, which, size)
-            return tx.write(self.sql("claim"), **which, worker=worker, size=share)
+            return tx.write(self.sql("claim"), **which, worker=worker, size=share,
+                            claimable=list(CLAIMABLE))
         rows = self.db.transaction(work)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 

@@ -9,9 +9,10 @@ connector of that dialect runs them (``runner.state.connector``).
 A few entries have slots in braces, filled here from runner's own names (never from input,
 and checked to be plain names): ``{changes}``, the columns one change of an item sets (each
 ``column = <parameter set_column>``, in the dialect's parameter style; when a change sets
-``step``, ``intent`` or ``outcome``, the item moves, and ``state`` and ``due_at`` are set with
-them, from the values the change sets, by ``runner.lifecycle``'s own expressions), ``{moved}``
-(the state and due time read from an item's columns as they are), ``{item_columns}`` and
+``step``, ``intent`` or ``outcome``, the item moves, and ``state`` is set with them, from the
+values the change sets, by ``runner.lifecycle``'s own expression; when it is due is the
+queue's to say, not a move's), ``{moved}`` (the state read from an item's columns as they
+are), ``{item_columns}`` and
 ``{item_marks}``, every column of an item, and ``{table}``, ``{columns}`` and ``{marks}`` for
 `runner state copy`; ``{now}`` is the database's clock in seconds since the epoch (when an
 item is due counts on it).
@@ -82,11 +83,11 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
     sets = [f"{c} = {parameter.format('set_' + c)}" for c in changes]
     moved = {c: _TEXT[dialect].format(parameter.format("set_" + c))
              for c in changes if c in lifecycle.READ}
-    if moved:  # the item moves: its state (and when it is next due) move with it
-        sets += _moved(dialect, lifecycle.backfill(**moved))
+    if moved:  # the item moves: its state moves with it
+        sets.append(f"state = {lifecycle.backfill(**moved)}")
     slots = {
         "{changes}": ", ".join(sets),
-        "{moved}": ", ".join(_moved(dialect, lifecycle.backfill())),
+        "{moved}": f"state = {lifecycle.backfill()}",
         "{item_columns}": ", ".join(COLUMNS),
         "{item_marks}": ", ".join([mark] * len(COLUMNS)),
         "{table}": table,
@@ -103,8 +104,3 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
         filled.append(statement)
     return tuple(filled)
 
-
-def _moved(dialect: Dialect, state: str) -> list[str]:
-    """The assignments that keep ``items.state`` and ``items.due_at`` true when the item
-    moves to ``state`` (an SQL expression: ``lifecycle.backfill``'s)."""
-    return [f"state = {state}", f"due_at = {lifecycle.due(state, _NOW[dialect])}"]

@@ -178,7 +178,8 @@ WITH retry AS (
     VALUES (%(external_id)s, %(job_name)s, %(run_id)s, %(lineage)s, %(ref)s,
             %(previous_ref)s, %(previous_status)s, %(previous_code)s,
             %(previous_message)s, %(changed)s, %(updated_at)s))
-UPDATE items SET {changes}, updated_at = %(updated_at)s WHERE external_id = %(external_id)s;
+UPDATE items SET {changes}, due_at = {now}, updated_at = %(updated_at)s
+WHERE external_id = %(external_id)s;
 
 -- retries --
 SELECT * FROM retries WHERE job_name = %(job_name)s ORDER BY id;
@@ -355,12 +356,13 @@ WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('held', 'dupl
 UPDATE items SET {moved}
 WHERE job_name = %(job_name)s AND updated_at = %(stamp)s;
 UPDATE items SET due_at = CASE
+    WHEN state <> ALL(%(claimable)s) THEN NULL
     WHEN intent IS NOT NULL THEN {now} - 1
     WHEN state = 'polling' OR external_id IN (
         SELECT external_id FROM plan_items
         WHERE job_name = %(job_name)s AND action = ANY(%(to_pay)s))
     THEN {now} END
-WHERE job_name = %(job_name)s AND state = ANY(%(claimable)s);
+WHERE job_name = %(job_name)s AND (due_at IS NOT NULL OR state = ANY(%(claimable)s));
 
 -- staged --
 SELECT * FROM plan_items
@@ -385,6 +387,7 @@ WITH live AS (
 ), due AS (
     SELECT external_id FROM items
     WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
+      AND state = ANY(%(claimable)s)
       AND (claimed_by IS NULL OR claimed_by NOT IN (SELECT worker_id FROM live))
     ORDER BY due_at, row LIMIT %(size)s
     FOR UPDATE SKIP LOCKED
@@ -422,11 +425,12 @@ WHERE job_name = %(job_name)s AND claimed_by IS NOT NULL AND claimed_by IN (
     SELECT worker_id FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s);
 
 -- release --
--- The worker's claims on ids given back once worked: those polling stay due when they
--- were (a poll makes them due later: polled), again stay due (the next claim takes them),
--- the rest are parked until the next plan (worked for this round).
+-- The worker's claims on ids given back once worked: those polling due now (their money
+-- moved in this window: their first read), again due as they were (the next claim takes
+-- them), the rest parked until the next plan (worked for this round).
 UPDATE items SET claimed_by = NULL,
-    due_at = CASE WHEN state = 'polling' OR external_id = ANY(%(again)s) THEN due_at END
+    due_at = CASE WHEN state = 'polling' THEN {now}
+                  WHEN external_id = ANY(%(again)s) THEN due_at END
 WHERE job_name = %(job_name)s AND claimed_by = %(worker)s AND external_id = ANY(%(ids)s);
 
 -- polled --

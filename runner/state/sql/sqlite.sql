@@ -170,7 +170,8 @@ INSERT INTO retries (external_id, job_name, run_id, lineage, ref, previous_ref,
                      previous_status, previous_code, previous_message, changed, at)
 VALUES (:external_id, :job_name, :run_id, :lineage, :ref, :previous_ref, :previous_status,
         :previous_code, :previous_message, :changed, :updated_at);
-UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
+UPDATE items SET {changes}, due_at = {now}, updated_at = :updated_at
+WHERE external_id = :external_id;
 
 -- retries --
 SELECT * FROM retries WHERE job_name = :job_name ORDER BY id;
@@ -331,12 +332,14 @@ WHERE plan_items.job_name = :job_name AND plan_items.action IN ('held', 'duplica
 UPDATE items SET {moved}
 WHERE job_name = :job_name AND updated_at = :stamp;
 UPDATE items SET due_at = CASE
+    WHEN state NOT IN (SELECT value FROM json_each(:claimable)) THEN NULL
     WHEN intent IS NOT NULL THEN {now} - 1
     WHEN state = 'polling' OR external_id IN (
         SELECT external_id FROM plan_items
         WHERE job_name = :job_name AND action IN (SELECT value FROM json_each(:to_pay)))
     THEN {now} END
-WHERE job_name = :job_name AND state IN (SELECT value FROM json_each(:claimable));
+WHERE job_name = :job_name
+  AND (due_at IS NOT NULL OR state IN (SELECT value FROM json_each(:claimable)));
 
 -- staged --
 SELECT * FROM plan_items
@@ -358,6 +361,7 @@ UPDATE items SET claimed_by = :worker
 WHERE external_id IN (
     SELECT external_id FROM items
     WHERE job_name = :job_name AND due_at <= min({now}, :until)
+      AND state IN (SELECT value FROM json_each(:claimable))
       AND (claimed_by IS NULL OR claimed_by NOT IN (
             SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive))
     ORDER BY due_at, row LIMIT :size)
@@ -391,12 +395,12 @@ WHERE job_name = :job_name AND claimed_by IS NOT NULL AND claimed_by IN (
     SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive);
 
 -- release --
--- The worker's claims on :ids given back once worked: those polling stay due when they
--- were (a poll makes them due later: polled), :again stay due (the next claim takes
--- them), the rest are parked until the next plan (worked for this round).
+-- The worker's claims on :ids given back once worked: those polling due now (their money
+-- moved in this window: their first read), :again due as they were (the next claim takes
+-- them), the rest parked until the next plan (worked for this round).
 UPDATE items SET claimed_by = NULL,
-    due_at = CASE WHEN state = 'polling' OR external_id IN (SELECT value FROM json_each(:again))
-                  THEN due_at END
+    due_at = CASE WHEN state = 'polling' THEN {now}
+                  WHEN external_id IN (SELECT value FROM json_each(:again)) THEN due_at END
 WHERE job_name = :job_name AND claimed_by = :worker
   AND external_id IN (SELECT value FROM json_each(:ids));
 
