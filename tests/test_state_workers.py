@@ -198,3 +198,15 @@ def test_a_window_given_up_unfinished_is_taken_first(
     assert ids(b.claim(JOB, "B", 4, 60)) == given_up
     b.release(JOB, "B", given_up)
     assert ids(b.claim(JOB, "B", 4, 60)) == ["e5", "e6", "e7", "e8"]
+
+
+def test_an_item_final_while_still_due_is_neither_claimed_nor_waited_for(
+        where: Path | str) -> None:
+    """A worker that dies mid-window leaves its items due though some of them went final (a
+    move writes no due time): no claim takes them, and no worker waits for them."""
+    with open_state(where) as store:
+        plan(store, 2)
+        store.update_item("e1", step="final", outcome="settled")
+        store.update_item("e2", step="final", outcome="failed")
+        assert store.claim(JOB, "w", 10, 60) == []
+        assert store.next_due(JOB) is None

@@ -65,12 +65,11 @@ class Queue:
     def claim(self, job_name: str, worker: str, size: int, stale: float, until: float
               ) -> list[ItemRecord]:
         alive = time.time() - stale
-        which = dict(job_name=job_name, alive=alive, until=until)
+        which = dict(job_name=job_name, alive=alive, until=until, claimable=list(CLAIMABLE))
 
         def work(tx: Tx) -> list[Row]:
             share = self._share(tx, which, size)
-            return tx.write(self.sql("claim"), **which, worker=worker, size=share,
-                            claimable=list(CLAIMABLE))
+            return tx.write(self.sql("claim"), **which, worker=worker, size=share)
         rows = self.db.transaction(work)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
@@ -104,7 +103,8 @@ class Queue:
         self.db.write(self.sql("give_up"), job_name=job_name, worker=worker)
 
     def next_due(self, job_name: str, until: float) -> float | None:
-        wait = self.db.read(self.sql("next_due"), job_name=job_name, until=until)[0]["wait"]
+        wait = self.db.read(self.sql("next_due"), job_name=job_name, until=until,
+                            claimable=list(CLAIMABLE))[0]["wait"]
         return None if wait is None else float(wait)
 
     def clock(self) -> float:

@@ -401,6 +401,7 @@ RETURNING items.*;
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
     WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
+      AND state = ANY(%(claimable)s)
       AND (claimed_by IS NULL OR claimed_by NOT IN (
             SELECT worker_id FROM workers
             WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s))
@@ -413,7 +414,7 @@ SELECT count(*) AS n FROM workers WHERE job_name = %(job_name)s AND heartbeat_at
 -- Seconds from the database's clock until the job's next item is due (at or before until;
 -- NULL: none is).
 SELECT min(due_at) - {now} AS wait FROM items
-WHERE job_name = %(job_name)s AND due_at <= %(until)s;
+WHERE job_name = %(job_name)s AND due_at <= %(until)s AND state = ANY(%(claimable)s);
 
 -- now --
 SELECT {now} AS now;

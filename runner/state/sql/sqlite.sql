@@ -372,6 +372,7 @@ RETURNING *;
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
     WHERE job_name = :job_name AND due_at <= min({now}, :until)
+      AND state IN (SELECT value FROM json_each(:claimable))
       AND (claimed_by IS NULL OR claimed_by NOT IN (
             SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive))
     LIMIT :size) AS due;
@@ -383,7 +384,8 @@ SELECT count(*) AS n FROM workers WHERE job_name = :job_name AND heartbeat_at > 
 -- Seconds from the database's clock until the job's next item is due (at or before
 -- :until; NULL: none is).
 SELECT min(due_at) - {now} AS wait FROM items
-WHERE job_name = :job_name AND due_at <= :until;
+WHERE job_name = :job_name AND due_at <= :until
+  AND state IN (SELECT value FROM json_each(:claimable));
 
 -- now --
 SELECT {now} AS now;
