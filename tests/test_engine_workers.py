@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from conftest import KEY, SECRET, Admin, Api
 from engine_support import MT, confirmed, eur, posts, run, write_job
@@ -115,6 +116,7 @@ def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_u
 
     # The live worker confirms what is free, and waits for what the dead one holds.
     until(lambda: posts(adm)["POST confirm"] - before == 2)
+    until(lambda: held_by_others(pg_url, dead) == 0)  # (its windows given back)
     with open_state(pg_url) as store:
         assert store.claimants(JOB) == [dead] and worker.is_alive()
         record = store.item(lost.external_id)
@@ -140,6 +142,15 @@ def until(condition: Callable[[], bool], bound: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the condition never held"
         time.sleep(0.005)
+
+
+def held_by_others(pg_url: str, worker: str) -> int:
+    """How many of the job's items a worker other than ``worker`` holds a claim on (read
+    from the column itself: the live worker between two windows holds none)."""
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT count(*) FROM items WHERE job_name = %s AND claimed_by "
+                           "IS NOT NULL AND claimed_by <> %s", (JOB, worker)).fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def made_run(store: Any) -> int:
