@@ -40,6 +40,7 @@ from runner.state import LEASE_TTL, open_state
 from runner.state.holders import JobLock, this_process
 
 JOB_NAME = "pay-2026-11"
+ROOT = Path(__file__).resolve().parent.parent
 EVERY = {"pay-a": 1, "pay-b": 1, "pay-c": 1}
 START = Decimal("10000000.00")
 
@@ -143,6 +144,26 @@ def test_runner_confirm_sends_no_new_quotation(sb: RunningSandbox, adm: Admin,
     job = write_job(tmp_path, sb)
     assert runner("confirm", job, state) == (0, [f"{JOB_NAME}: 3 items: 3 pending"], [])
     assert posts(adm).get("POST", 0) == 0
+
+
+# ---------------------------------------------------------------- the process's end
+def test_a_run_exits_with_its_heap_frozen_once_its_reports_are_written(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """The interpreter's last collection of every object is skipped (``runner.cli.main``):
+    by the time the process exits, the run, its reports and its state are closed."""
+    job = write_job(tmp_path, sb)
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+             "from runner.cli import main\n"
+             "main()\n")
+    done = subprocess.run([sys.executable, "-c", probe, "run", str(job), "--yes", "--state",
+                           str(state)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          check=False)
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "frozen at exit: True")
+    assert [p.suffix for p in sorted((tmp_path / "reports").iterdir())] == [
+        ".csv", ".html", ".txt"]
+    assert confirmed(sb) == EVERY
 
 
 # ---------------------------------------------------------------- pre-flight
