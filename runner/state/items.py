@@ -143,14 +143,12 @@ class ItemBook:
                                     request=_request_text(request),
                                     updated_at=now_iso())
         if answered is None:
-            rows = self.db.write(self.sql("begin_attempt", changes=("intent",)), **args,
-                                 set_intent=step)
-        else:
-            attempt_id, changes = answered
-            values = {**changes, "intent": step}
-            rows = self.db.write(self.sql("begin_attempt_answered", changes=tuple(values)),
-                                 **args, **_set(values), answered=attempt_id)
-        return int(rows[0]["id"])
+            return self.db.insert(self.sql("begin_attempt", changes=("intent",)), **args,
+                                  set_intent=step)
+        attempt_id, changes = answered
+        values = {**changes, "intent": step}
+        return self.db.insert(self.sql("begin_attempt_answered", changes=tuple(values)),
+                              **args, **_set(values), answered=attempt_id)
 
     def end_attempt(self, attempt_id: int, external_id: str, result: str, *,
                     http_status: int | None, code: str | None, message: str | None,

@@ -160,6 +160,9 @@ class PostgresConnector:
                 raise
         return self._retried(once)
 
+    def insert(self, query: Statements, /, **args: Any) -> int:
+        return int(self.write(query, **args)[0]["id"])  # (its statement says RETURNING id)
+
     def write_many(self, query: Statements, rows: Sequence[Sequence[Any]]) -> None:
         self.transaction(lambda tx: tx.write_many(query, rows))
 

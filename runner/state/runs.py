@@ -31,9 +31,8 @@ class RunBook:
         self.host = socket.gethostname()
 
     def start_run(self, job_name: str, job_file: str) -> int:
-        rows = self.db.write(self.sql("start_run"), job_name=job_name, job_file=job_file,
-                             started_at=now_iso(), host=self.host, pid=os.getpid())
-        return int(rows[0]["id"])
+        return self.db.insert(self.sql("start_run"), job_name=job_name, job_file=job_file,
+                              started_at=now_iso(), host=self.host, pid=os.getpid())
 
     def note_checks(self, run_id: int, invalid: int, refused: int) -> None:
         counts = {k: n for k, n in ((PlanAction.INVALID, invalid), (PlanAction.REFUSED, refused))

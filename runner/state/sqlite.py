@@ -108,6 +108,13 @@ class SqliteConnector:
             return _rows(self.conn, query, args)
 
     def write(self, query: Statements, /, **args: Any) -> list[Row]:
+        return self._committed(_rows, query, args)
+
+    def insert(self, query: Statements, /, **args: Any) -> int:
+        return self._committed(_inserted, query, args)
+
+    def _committed(self, run: Callable[[sqlite3.Connection, Statements, dict[str, Any]], T],
+                   query: Statements, args: dict[str, Any]) -> T:
         """``transaction`` written out: every call's write, without two context managers'
         cost while the lock is held."""
         conn = self.conn
@@ -115,7 +122,7 @@ class SqliteConnector:
             try:
                 conn.execute("BEGIN")
                 try:
-                    rows = _rows(conn, query, args)
+                    done = run(conn, query, args)
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:  # a full disk may have rolled it back already
@@ -125,7 +132,7 @@ class SqliteConnector:
                 if type(exc) not in (sqlite3.DatabaseError, sqlite3.OperationalError):
                     raise
                 raise state_error(exc, self.location) from exc
-        return rows
+        return done
 
     def write_many(self, query: Statements, rows: Sequence[Sequence[Any]]) -> None:
         self.transaction(lambda tx: tx.write_many(query, rows))
@@ -171,6 +178,16 @@ class _Tx:
         self.conn.executemany(query[0], rows)
 
     load = write_many
+
+
+def _inserted(conn: sqlite3.Connection, query: Statements, args: dict[str, Any]) -> int:
+    """The statements run in order; the rowid of the row the first inserted."""
+    rowid = conn.execute(query[0], args).lastrowid
+    for sql in query[1:]:
+        conn.execute(sql, args)
+    if not rowid:
+        raise ValueError(f"not an insert: {query[0].split(maxsplit=1)[0]}")
+    return rowid
 
 
 def _rows(conn: sqlite3.Connection, query: Statements, args: dict[str, Any]) -> list[Row]:

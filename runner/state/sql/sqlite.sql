@@ -13,7 +13,7 @@
 
 -- start_run --
 INSERT INTO runs (job_name, job_file, started_at, host, pid)
-VALUES (:job_name, :job_file, :started_at, :host, :pid) RETURNING id;
+VALUES (:job_name, :job_file, :started_at, :host, :pid);
 
 -- note_checks --
 UPDATE runs SET counts = :counts WHERE id = :run_id;
@@ -217,13 +217,13 @@ WHERE n <= 2 ORDER BY row;
 -- begin_attempt --
 -- The intent, committed before the call.
 INSERT INTO attempts (run_id, external_id, step, request, started_at)
-VALUES (:run_id, :external_id, :step, :request, :updated_at) RETURNING id;
+VALUES (:run_id, :external_id, :step, :request, :updated_at);
 UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
 
 -- begin_attempt_answered --
 -- The intent, with the previous call's answer and what it made of the item.
 INSERT INTO attempts (run_id, external_id, step, request, started_at)
-VALUES (:run_id, :external_id, :step, :request, :updated_at) RETURNING id;
+VALUES (:run_id, :external_id, :step, :request, :updated_at);
 UPDATE attempts SET finished_at = :updated_at, result = 'ok', http_status = 200
 WHERE id = :answered;
 UPDATE items SET {changes}, updated_at = :updated_at WHERE external_id = :external_id;
