@@ -19,7 +19,7 @@ from summary_support import HOSTILE, NAME, SETTLED, cli, reports, run, start_san
 
 from runner.job import load_job
 from runner.sandbox import RunningSandbox
-from runner.summary import check_summary
+from runner.summary import check_summary, items_csv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -127,6 +127,22 @@ def test_csv(ran: tuple[Path, Path]) -> None:
     assert paid["created_at"] <= paid["confirmed_at"] <= paid["final_at"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", paid["confirmed_at"])
     assert (rows[3]["confirmed_at"], bool(rows[3]["final_at"])) == ("", True)  # at quotation
+
+
+@pytest.mark.parametrize("memory", [items_csv.SPOOL_MEMORY, 64])  # the 2nd: on disk
+def test_a_runs_csv_report_lists_the_items_as_the_state_holds_them(
+        sandbox: RunningSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        memory: int) -> None:
+    """The run writes its CSV as its summary reads the items (one read, not two): what
+    `runner report --format csv` reads from the state afterwards, byte for byte."""
+    monkeypatch.setattr(items_csv, "SPOOL_MEMORY", memory)
+    job, state = write_job(tmp_path, sandbox), tmp_path / "s.sqlite"
+    assert run(job, state).exit_code == 1
+    written = reports(state)[".csv"].read_bytes()
+    assert len(written.splitlines()) == 5  # the header and the 4 items
+    later = tmp_path / "later.csv"
+    report(job, state, "--format", "csv", "--output", str(later))
+    assert written == later.read_bytes()
 
 
 @pytest.mark.parametrize("fmt", ["text", "html", "json", "csv"])

@@ -64,6 +64,7 @@ from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.state import ItemRecord, StateStore, Worker
+from runner.summary.items_csv import Spool
 from runner.summary.model import Summary, build_summary, read_runs
 from runner.summary.status import status_lines
 from runner.validation import Report
@@ -218,8 +219,10 @@ def _finishes(worker: Worker, digest: str, round_key: str) -> bool:
 def _summary(job: Job, state: StateStore, run_id: int, ending: Ending) -> Summary:
     refused = [(s.external_id, f"row {s.row}: {s.why}")
                for s in state.staged_with(job.name, (PlanAction.REFUSED,))]
+    spool = Spool()  # the reports' CSV, written in the same read of the items
     summary = build_summary(state, job.name, secrets=job.secrets(), refused=refused,
-                            notes=[ending.message])
+                            notes=[ending.message], each=spool.add)
+    summary.spool = spool
     state.note_lines(run_id, status_lines(summary))
     return summary
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -36,6 +39,8 @@ COLUMNS = ("external_id", "row", "state", "beneficiary", "identifier", "payer_id
 _AMOUNTS = {"source_amount": "source_currency", "fee": "source_currency",
             "destination_amount": "destination_currency"}
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
+# A spool's CSV is held in memory up to this size, then in a temporary file.
+SPOOL_MEMORY = 1 << 20
 
 
 def items_csv(summary: Summary) -> str:
@@ -51,9 +56,38 @@ def write_csv(out: SupportsWrite, items: Iterable[ItemLine]) -> int:
     writer.writerow(COLUMNS)
     n = 0
     for item in items:
-        writer.writerow([_cell(item, column) for column in COLUMNS])
+        writer.writerow(_row(item))
         n += 1
     return n
+
+
+class Spool:
+    """The CSV of a summary's items written as the summary reads them (``build_summary``'s
+    ``each``), so that the run's report copies it rather than reads every item again: in
+    memory up to ``SPOOL_MEMORY``, beyond it in an anonymous temporary file (private,
+    unlinked at once). Closed with ``close``, or when the spool is no longer held."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, mode="w+",
+                                                   encoding="utf-8", newline="")
+        self._writer = csv.writer(self._file, lineterminator="\r\n")
+        self._writer.writerow(COLUMNS)
+        self.count = 0
+        self.close = weakref.finalize(self, self._file.close)
+
+    def add(self, item: ItemLine) -> None:
+        self._writer.writerow(_row(item))
+        self.count += 1
+
+    def copy_to(self, out: SupportsWrite) -> int:
+        """Write the whole CSV to ``out``; how many items it lists."""
+        self._file.seek(0)
+        shutil.copyfileobj(self._file, out)
+        return self.count
+
+
+def _row(item: ItemLine) -> list[str]:
+    return [_cell(item, column) for column in COLUMNS]
 
 
 def _cell(item: ItemLine, column: str) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.exit_codes import ExitCode
 from runner.kinds import kind_named
@@ -34,6 +34,9 @@ from runner.summary.lines import Detail, Instruction, ItemLine, item_line, when
 from runner.summary.lines import Scrubber as Scrubber
 from runner.summary.tally import LIST_LIMIT, PROBLEMS, REVIEW, STAGES, STATES, Listed, Tally
 from runner.summary.totals import CurrencyTotal, Rate
+
+if TYPE_CHECKING:
+    from runner.summary.items_csv import Spool
 
 # Exit codes besides 0, 1, 2: a run stopped because the balances cannot cover what it would
 # pay (nothing was paid), and `runner status` while items are still on their way.
@@ -84,6 +87,8 @@ class Summary:
     tally: Tally | None = field(default=None, repr=False, compare=False)
     reader: Reader | None = field(default=None, repr=False, compare=False)
     store: StateStore | None = field(default=None, repr=False, compare=False)
+    # Every line as CSV, written as the summary read them (the run's reports copy it).
+    spool: Spool | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.tally is None:  # made from a list of lines (an empty summary, a test)
@@ -300,13 +305,15 @@ def _iso(when: datetime | None) -> str | None:
 
 def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = (),
                   refused: Iterable[tuple[str, str]] = (),
-                  notes: Iterable[str] = ()) -> Summary:
+                  notes: Iterable[str] = (),
+                  each: Callable[[ItemLine], None] | None = None) -> Summary:
     """The summary of ``job_name`` as the state holds it now, read a page of items at a
     time: what it holds does not grow with the batch.
 
     ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
     ``notes`` are what only the run that just ended knows (the items another job holds,
-    with why; its closing message): the state keeps only their count."""
+    with why; its closing message): the state keeps only their count. ``each`` is handed
+    every item's line as it is read (a run's ``items_csv.Spool``)."""
     clean = Scrubber(secrets)
     first = next(store.item_pages(job_name, Call.CONFIRM, size=1), [])
     commit = kind_named(first[0][0].kind).flow.commit_call if first else Call.CONFIRM
@@ -319,6 +326,8 @@ def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = 
     tally = Tally()
     for line in reader(store):
         tally.add(line)
+        if each is not None:
+            each(line)
     run = store.latest_run(job_name)
     counts = dict(tally.counts)
     # Refused (rule 7) and invalid items never reach this job's rows: the run counted them.

@@ -79,8 +79,11 @@ def csv_name(summary: Summary) -> str:
 
 def write_items(summary: Summary, path: Path, store: StateStore | None = None) -> int:
     """The summary's CSV written to ``path`` (private) as its items stream from ``store``
-    (by default the one it was built from); how many items."""
+    (by default the one it was built from), or copied from its spool when it was built from
+    that store with one (a run's: the items are read once); how many items."""
     with replacing(path) as out:
+        if summary.spool is not None and store in (None, summary.store):
+            return summary.spool.copy_to(out)
         return write_csv(out, summary.lines(store))
 
 
