@@ -69,7 +69,8 @@ class RunTimes:
 @dataclass
 class Summary:
     """``items`` and the lists hold their first ``limit`` items and count every one
-    (``tally.Listed``); ``lines`` reads them all again from the state, for the CSV."""
+    (``tally.Listed``); ``lines`` reads them all again from the state, for the CSV (a run's
+    reports copy its ``spool`` instead, written as the summary read them)."""
 
     job: str
     run: RunTimes | None
