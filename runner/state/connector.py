@@ -10,9 +10,10 @@ The caller says what a query does, never the SQL text:
 - ``write``: one change (one statement, or the several of one named entry), committed when
   it returns; never sent twice: an answer lost once it was sent (it may have been applied)
   is ``StateUnavailable`` (exit 75), and the next run resumes from what the state holds;
-- ``insert``: ``write`` for a change whose first statement inserts one row: that row's id
-  (SQLite's rowid, read without a ``RETURNING`` clause, whose row costs a fetch on every
-  call; PostgreSQL's ``RETURNING id``);
+- ``insert``: ``write`` for a change whose first statement is a plain ``INSERT`` of one row
+  (it inserts, or fails: SQLite gives an ``INSERT`` that inserted nothing the rowid of an
+  earlier one): that row's id (SQLite's rowid, read without a ``RETURNING`` clause, whose
+  row costs a fetch on every call; PostgreSQL's ``RETURNING id``);
 - ``write_many``: one statement for each of many rows, in one transaction;
 - ``load``: many new rows of one table, as fast as the database takes them (executemany on
   SQLite, COPY on PostgreSQL);
