@@ -147,20 +147,25 @@ def test_runner_confirm_sends_no_new_quotation(sb: RunningSandbox, adm: Admin,
 
 
 # ---------------------------------------------------------------- the process's end
-def test_a_run_exits_with_its_heap_frozen_once_its_reports_are_written(
+def test_a_run_without_a_terminal_loads_neither_rich_nor_requests_and_exits_frozen(
         sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
-    """The interpreter's last collection of every object is skipped (``runner.cli.main``):
-    by the time the process exits, the run, its reports and its state are closed."""
+    """A run from cron loads only what it uses (rich draws bars on a terminal; requests is
+    the scripts' client, runner's calls go through urllib3), and skips the interpreter's
+    last collection of every object (``runner.cli.main``): by the time the process exits,
+    the run, its reports and its state are closed."""
     job = write_job(tmp_path, sb)
     probe = ("import atexit, gc, sys\n"
              "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+             "atexit.register(lambda: print('loaded:', sorted({'rich', 'requests'}\n"
+             "                                             & set(sys.modules))))\n"
              "from runner.cli import main\n"
              "main()\n")
     done = subprocess.run([sys.executable, "-c", probe, "run", str(job), "--yes", "--state",
                            str(state)], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          check=False)
-    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "frozen at exit: True")
+                          stdin=subprocess.DEVNULL, check=False)
+    assert (done.returncode, done.stdout.splitlines()[-2:]) == (
+        0, ["loaded: []", "frozen at exit: True"])
     assert [p.suffix for p in sorted((tmp_path / "reports").iterdir())] == [
         ".csv", ".html", ".txt"]
     assert confirmed(sb) == EVERY

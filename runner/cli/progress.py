@@ -1,10 +1,10 @@
 """What ``runner run`` (and ``apply``, ``confirm``) shows while it works, and the colour of
 what it prints at the end.
 
-On a terminal: one bar per phase (prepare, confirm, poll ...) drawn by rich, with the count
-done of the total, the rate and the time left; log lines are printed above the bars (the
-"runner" logger goes through rich's console while the run lasts), warnings in yellow and
-errors in red. Without a terminal (cron), or with ``-q``: the log lines as they are, plus a
+On a terminal: one bar per phase (prepare, confirm, poll ...) drawn by rich
+(``runner.cli.bars``, loaded only then), with the count done of the total, the rate and the
+time left; log lines are printed above the bars (the "runner" logger goes through rich's
+console while the run lasts), warnings in yellow and errors in red. Without a terminal (cron), or with ``-q``: the log lines as they are, plus a
 heartbeat line every 30 s of a long phase, counted against the whole batch the run pays
 (``confirm: 320/2350``; ``poll: 1761/2000 final``, of those confirmed), so a long run is not
 silent. ``-q`` keeps the heartbeats (their own logger, ``runner.progress``), the warnings and
@@ -27,19 +27,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from runner.lifecycle import Step
 from runner.logs import event
@@ -48,7 +35,6 @@ log = logging.getLogger("runner")
 beats = logging.getLogger("runner.progress")  # kept by -q, which silences runner's INFO
 HEARTBEAT = 30.0  # seconds of a phase between two plain progress lines
 POLL = "poll"
-_LEVELS = {logging.WARNING: "yellow", logging.ERROR: "bold red", logging.CRITICAL: "bold red"}
 
 
 class RunProgress:
@@ -144,74 +130,13 @@ class PlainProgress(RunProgress):
             self.beat()
 
 
-class _Rate(ProgressColumn):
-    """Items per second."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:,.1f}/s", style="cyan")
-
-
-class BarProgress(RunProgress):
-    """A terminal: rich's bars on stderr, one per phase, and the log lines above them."""
-
-    def __init__(self, console: Console | None = None) -> None:
-        super().__init__()
-        self.console = console or Console(stderr=True)
-        self.bars = Progress(
-            TextColumn("{task.description:<10}", style="bold"),
-            BarColumn(complete_style="green", finished_style="green"),
-            MofNCompleteColumn(), _Rate(), TextColumn("elapsed"), TimeElapsedColumn(),
-            TextColumn("left"), TimeRemainingColumn(), console=self.console,
-            refresh_per_second=8)
-        self.tasks: dict[str, TaskID] = {}
-        self._handlers: list[logging.Handler] = []
-        self._live = False
-
-    def __enter__(self) -> BarProgress:
-        self._handlers = log.handlers[:]
-        formatter = self._handlers[0].formatter if self._handlers else None
-        log.handlers[:] = [_ConsoleHandler(self.console, formatter)]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live:
-            self.bars.stop()
-        log.handlers[:] = self._handlers
-
-    def started(self, name: str) -> None:
-        if not self._live:  # after the question: the bars start with the first phase
-            self.bars.start()
-            self._live = True
-        label = "poll final" if name == POLL else name
-        if name not in self.tasks:
-            self.tasks[name] = self.bars.add_task(label, total=self.totals[name])
-        self.bars.update(self.tasks[name], total=self.totals[name], completed=self.done[name])
-
-    def moved(self, name: str) -> None:
-        self.bars.update(self.tasks[name], completed=self.done[name])
-
-
-class _ConsoleHandler(logging.Handler):
-    """Log records through rich's console: above the bars, coloured by level."""
-
-    def __init__(self, console: Console, formatter: logging.Formatter | None) -> None:
-        super().__init__()
-        self.console = console
-        if formatter is not None:
-            self.setFormatter(formatter)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.console.print(Text(self.format(record), style=_LEVELS.get(record.levelno, "")),
-                               soft_wrap=True)
-        except Exception:  # noqa: BLE001 - logging must never stop a run
-            self.handleError(record)
-
-
 def progress_for(terminal: bool, quiet: bool) -> RunProgress:
     """Bars on a terminal, heartbeats without one or with ``-q``."""
-    return BarProgress() if terminal and not quiet else PlainProgress()
+    if terminal and not quiet:
+        from runner.cli.bars import BarProgress  # rich, loaded only for a terminal
+
+        return BarProgress()
+    return PlainProgress()
 
 
 def colour() -> bool | None:

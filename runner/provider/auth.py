@@ -15,9 +15,11 @@ import os
 import time
 from collections.abc import Callable
 from email.utils import formatdate
+from typing import TYPE_CHECKING
 
-import requests
-from requests.auth import AuthBase, HTTPBasicAuth
+if TYPE_CHECKING:  # requests is the scripts', not runner's: its calls go through urllib3
+    import requests
+    from requests.auth import AuthBase
 
 DEFAULT_BRAND = "Svc"
 
@@ -70,8 +72,10 @@ def digest_headers(
     return DigestSigner(api_key, api_secret, brand, clock)()
 
 
-class DigestAuth(AuthBase):
-    """requests auth for the digest (HMAC) scheme; a fresh nonce and Date per request."""
+class DigestAuth:
+    """requests auth for the digest (HMAC) scheme; a fresh nonce and Date per request. (Any
+    callable that takes and returns the prepared request is requests auth: this one needs no
+    import of requests, which a run does not load.)"""
 
     def __init__(
         self,
@@ -105,8 +109,11 @@ def make_signer(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT
     raise ValueError(f"unknown auth scheme {scheme!r} (expected basic or hmac)")
 
 
-def make_auth(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT_BRAND) -> AuthBase:
+def make_auth(scheme: str, api_key: str, api_secret: str, brand: str = DEFAULT_BRAND
+              ) -> AuthBase | DigestAuth:
     if scheme == "basic":
+        from requests.auth import HTTPBasicAuth
+
         return HTTPBasicAuth(api_key, api_secret)
     if scheme == "hmac":
         return DigestAuth(api_key, api_secret, brand)
