@@ -4,11 +4,11 @@ what it prints at the end.
 On a terminal: one bar per phase (prepare, confirm, poll ...) drawn by rich
 (``runner.cli.bars``, loaded only then), with the count done of the total, the rate and the
 time left; log lines are printed above the bars (the "runner" logger goes through rich's
-console while the run lasts), warnings in yellow and errors in red. Without a terminal (cron), or with ``-q``: the log lines as they are, plus a
-heartbeat line every 30 s of a long phase, counted against the whole batch the run pays
-(``confirm: 320/2350``; ``poll: 1761/2000 final``, of those confirmed), so a long run is not
-silent. ``-q`` keeps the heartbeats (their own logger, ``runner.progress``), the warnings and
-the errors.
+console while the run lasts), warnings in yellow and errors in red. Without a terminal
+(cron), or with ``-q``: the log lines as they are, plus a heartbeat line every 30 s of a long
+phase, counted against the whole batch the run pays (``confirm: 320/2350``; ``poll:
+1761/2000 final``, of those confirmed), so a long run is not silent. ``-q`` keeps the
+heartbeats (their own logger, ``runner.progress``), the warnings and the errors.
 ``NO_COLOR`` (any value) turns colour off, as https://no-color.org asks; rich reads it itself.
 
 The engine calls ``phase(name, total)`` as a phase starts and ``step(name, entry)`` after

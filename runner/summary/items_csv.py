@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from runner.summary.amounts import plain_amount
 from runner.summary.model import ItemLine, Summary
@@ -52,8 +52,7 @@ def items_csv(summary: Summary) -> str:
 
 def write_csv(out: SupportsWrite, items: Iterable[ItemLine]) -> int:
     """Write ``items`` to ``out`` as they come, one row each; how many."""
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    writer = _headed(out)
     n = 0
     for item in items:
         writer.writerow(_row(item))
@@ -70,8 +69,7 @@ class Spool:
     def __init__(self) -> None:
         self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, mode="w+",
                                                    encoding="utf-8", newline="")
-        self._writer = csv.writer(self._file, lineterminator="\r\n")
-        self._writer.writerow(COLUMNS)
+        self._writer = _headed(self._file)
         self.count = 0
         self.close = weakref.finalize(self, self._file.close)
 
@@ -84,6 +82,13 @@ class Spool:
         self._file.seek(0)
         shutil.copyfileobj(self._file, out)
         return self.count
+
+
+def _headed(out: SupportsWrite) -> Any:
+    """A CSV writer on ``out``, the header row written."""
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    return writer
 
 
 def _row(item: ItemLine) -> list[str]:
