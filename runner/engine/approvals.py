@@ -29,10 +29,8 @@ from runner.engine.plan_file import (
     job_file,
     precheck,
 )
-from runner.engine.plan_signing import check_signatures, signed_approval, standing
 from runner.errors import NeedsApproval, PlanRefused
 from runner.job import Job, load_job
-from runner.signatures import read_allowed_signers
 from runner.state import PlanFileRecord, StateStore
 
 
@@ -60,6 +58,10 @@ def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: 
     job = load_job(job_file(content))
     precheck(content, job, now)
     if job.run.four_eyes:
+        # (Signatures are read with cryptography, imported only where a plan is signed.)
+        from runner.engine.plan_signing import check_signatures, signed_approval, standing
+        from runner.signatures import read_allowed_signers
+
         if approved_by:
             raise PlanRefused(["--approved-by names nobody under run.four_eyes: the plan's "
                                "approvers are the keys that signed it"])

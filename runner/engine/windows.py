@@ -73,13 +73,16 @@ class Windows:
     def end(self, window: Sequence[Entry[Any]], started: float) -> None:
         self.size = self.next_size(window, started)
 
-    def next_size(self, window: Sequence[Entry[Any]], started: float) -> int:
+    def next_size(self, window: Sequence[Entry[Any]], started: float, ahead: bool = False
+                  ) -> int:
         """The next window's size: what fits in SAFETY of the shortest quotation life seen,
-        at the rate this window went."""
+        at the rate this window went. ``ahead``: asked before the window's confirms, which
+        are counted as taking as long again as what came before them (a confirm is one
+        call, after at least one that made its quotation)."""
         grown = min(self.largest, len(window) * GROWTH)
         lives = [t - started for t in (expiry(e.record.expires_at) for e in window)
                  if t is not None]
-        elapsed = self.clock() - started
+        elapsed = (self.clock() - started) * (2 if ahead else 1)
         if not lives or elapsed <= 0:
             return max(grown, self.size)
         fits = int(len(window) * SAFETY * max(min(lives), 0.0) / elapsed)
