@@ -130,11 +130,11 @@ def _from_the_environment(tree: Any, lines: Lines, file: str) -> list[JobError]:
 
 
 def _approvers_problems(job: Job) -> list[JobError]:
-    from runner.signatures import read_allowed_signers
-
     path = job.approvers_path
     if path is None:
         return []
+    from runner.signatures import read_allowed_signers  # cryptography: only with approvers
+
     try:
         read_allowed_signers(path)
     except JobError as error:

@@ -31,7 +31,7 @@ from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, JobModel, parse_duration
 from runner.job.limits import CONCURRENCY_MAX
 from runner.job.text import UNSEEN, first_unseen
-from runner.kinds import kinds
+from runner.kinds import MODULES, kind_named, kinds
 
 
 def _kinds_enum(schema: dict[str, Any]) -> None:
@@ -413,12 +413,12 @@ class Job(JobModel):
 
     @property
     def item_model(self) -> type[JobModel]:
-        return kinds()[self.kind].item
+        return kind_named(self.kind).item
 
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        if value not in kinds():
+        if value not in MODULES:  # a kind is its module's name
             raise ValueError(f"unknown kind {value!r}")
         return value
 

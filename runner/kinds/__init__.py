@@ -97,16 +97,16 @@ class Kind:
     same_payment_is: str = ""
 
 
-@functools.cache
 def kinds() -> dict[str, Kind]:
     """Every kind, by name, in the order of ``MODULES``."""
-    table: dict[str, Kind] = {}
-    for module in MODULES:
-        kind: Kind = importlib.import_module(f"runner.kinds.{module}").KIND
-        table[kind.name] = kind
-    return table
+    return {name: kind_named(name) for name in MODULES}
 
 
+@functools.cache
 def kind_named(name: str) -> Kind:
-    """The kind called ``name``; KeyError for an unknown one."""
-    return kinds()[name]
+    """The kind called ``name`` (the module of that name: a run imports no other kind's
+    models, checks and flow); KeyError for an unknown one."""
+    if name not in MODULES:
+        raise KeyError(name)
+    kind: Kind = importlib.import_module(f"runner.kinds.{name}").KIND
+    return kind

@@ -19,17 +19,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.job.collection import (
-    AccountTransferItem,
-    OnboardingItem,
-    OperationItem,
-    PaymentOrderItem,
-    PayoutItem,
-)
-from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
-from runner.job.money_transfer import RemittanceItem
+if TYPE_CHECKING:  # each kind's module imports its own models
+    from runner.job.collection import (
+        AccountTransferItem,
+        OnboardingItem,
+        OperationItem,
+        PaymentOrderItem,
+        PayoutItem,
+    )
+    from runner.job.merchant_payment import LegacyPayItem, MerchantPaymentItem
+    from runner.job.money_transfer import RemittanceItem
 
 Parts = tuple[str, ...]
 _SEPARATORS = re.compile(r"[\s.\-/()]+")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner import rules
-from runner.job.merchant_payment import MerchantPaymentItem
-from runner.job.money_transfer import RemittanceItem
 from runner.money import fits, round_down, round_up
+
+if TYPE_CHECKING:  # each kind's module imports its own models
+    from runner.job.merchant_payment import MerchantPaymentItem
+    from runner.job.money_transfer import RemittanceItem
 
 Problems = Iterator[tuple[str, str]]
 CENT = Decimal("0.01")
