@@ -33,16 +33,14 @@ takes at most 3 s. ``--strict`` exits 1 when one is missed (and always when a ru
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import simplejson
 from _bench import (
     JOB_NAME,
     calls,
@@ -53,41 +51,39 @@ from _bench import (
     startup_seconds,
     timed_run,
 )
-from chaos import KEY, SECRET, runner_command, write_batch
+from chaos import KEY, SECRET, runner_command, runner_env, write_batch
+from floor_client import send
 
 FIRST_RUN_TARGET = 1.3  # x ideal
 SECOND_RUN_TARGET = 3.0  # seconds
 
 
-def floor_seconds(port: int, posts: int, concurrency: int) -> float:
-    """How long a minimal client (http.client, one keep-alive connection per thread, no state,
-    no validation) takes to send ``posts`` quotation POSTs, ``concurrency`` at a time: what
-    the sandbox and this machine allow, whatever the engine does."""
-    from runner.provider.auth import digest_headers
-
-    def work(k: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        try:
-            for i in range(k, posts, concurrency):
-                body = simplejson.dumps({
-                    "external_id": f"floor-{i}", "payer_id": 1, "mode": "SOURCE_AMOUNT",
-                    "source": {"country_iso_code": "FRA", "currency": "EUR", "amount": "100.00"},
-                    "destination": {"currency": "KES"}})
-                conn.request("POST", "/v1/money-transfer/quotations", body=body, headers={
-                    "Content-Type": "application/json", **digest_headers(KEY, SECRET)})
-                answer = conn.getresponse()
-                answer.read()
-                if answer.status != 201:
-                    raise RuntimeError(f"floor: HTTP {answer.status}")
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(concurrency)]
+def floor_seconds(port: int, posts: int, concurrency: int, processes: int = 1,
+                  prefix: str = "floor") -> float:
+    """How long a minimal client (``floor_client``: http.client, one keep-alive connection
+    per thread, no state, no validation) takes to send ``posts`` quotation POSTs,
+    ``concurrency`` at a time: what the sandbox and this machine allow, whatever the engine
+    does. With ``processes`` > 1 the POSTs and the threads are shared by that many processes
+    started together (the shape of as many runner workers), timed from their start to the
+    last one's exit: Python's start and the client's imports included."""
+    if processes == 1:
+        return send(port, prefix, posts, concurrency, KEY, SECRET)
+    script = str(Path(__file__).with_name("floor_client.py"))
+    env = {**runner_env(), "FLOOR_KEY": KEY, "FLOOR_SECRET": SECRET}
     started = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    clients = [subprocess.Popen(
+        [sys.executable, script, str(port), f"{prefix}-{n}", str(posts // processes),
+         str(concurrency // processes)], env=env, stdout=subprocess.DEVNULL)
+        for n in range(processes)]
+    try:
+        codes = [client.wait(timeout=600) for client in clients]
+    finally:
+        for client in clients:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+    if any(codes):
+        raise RuntimeError(f"floor: a client process exited {codes}")
     return time.monotonic() - started
 
 
