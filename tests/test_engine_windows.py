@@ -10,7 +10,6 @@ a -r2 attempt); in windows (the first of 64 items) each is confirmed within its 
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -91,35 +90,3 @@ def test_no_window_is_confirmed_unless_the_balance_covers_the_whole_batch(
     assert result.message.endswith(": funds short; nothing more was confirmed "
                                    "(--allow-partial confirms what the balance covers)")
     assert posts(adm)["POST confirm"] == 64 and len(confirmed_ids(sb)) == 64
-
-
-def test_the_next_window_is_claimed_while_a_window_confirms(
-        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
-    # 100 items: a first window of 64, then the 36 others. When the first window's last
-    # confirm is answered, the second window is already claimed (made from its rows while
-    # the confirms went), and nothing has been sent for it yet.
-    path = write_job(tmp_path, sb, rows(100), concurrency=2)
-    confirmed = 0
-    ahead: list[str] = []
-
-    def claimed_unsent() -> list[str]:
-        with sqlite3.connect(state) as db:
-            return [r[0] for r in db.execute(
-                "SELECT external_id FROM items WHERE claimed_by IS NOT NULL AND step = 'new' "
-                "AND intent IS NULL ORDER BY row")]
-
-    def watching(phase: str, entry: object) -> None:
-        nonlocal confirmed
-        if phase != "confirm":
-            return
-        confirmed += 1
-        if confirmed == 64:  # the first window's last: the claim ahead may still be running
-            deadline = time.monotonic() + 60
-            while len(ahead) < 36 and time.monotonic() < deadline:
-                ahead[:] = claimed_unsent()
-                time.sleep(0.002)
-
-    result = run(path, state, on_progress=watching)
-    assert (result.exit_code, result.counts) == (0, {"settled": 100})
-    assert ahead == [f"pay-i{k:03d}" for k in range(64, 100)]
-    assert posts(Admin(sb.url))["POST confirm"] == 100

@@ -73,16 +73,13 @@ class Windows:
     def end(self, window: Sequence[Entry[Any]], started: float) -> None:
         self.size = self.next_size(window, started)
 
-    def next_size(self, window: Sequence[Entry[Any]], started: float, ahead: bool = False
-                  ) -> int:
+    def next_size(self, window: Sequence[Entry[Any]], started: float) -> int:
         """The next window's size: what fits in SAFETY of the shortest quotation life seen,
-        at the rate this window went. ``ahead``: asked before the window's confirms, which
-        are counted as taking as long again as what came before them (a confirm is one
-        call, after at least one that made its quotation)."""
+        at the rate this window went."""
         grown = min(self.largest, len(window) * GROWTH)
         lives = [t - started for t in (expiry(e.record.expires_at) for e in window)
                  if t is not None]
-        elapsed = (self.clock() - started) * (2 if ahead else 1)
+        elapsed = self.clock() - started
         if not lives or elapsed <= 0:
             return max(grown, self.size)
         fits = int(len(window) * SAFETY * max(min(lives), 0.0) / elapsed)

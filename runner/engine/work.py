@@ -19,9 +19,6 @@ each window on the run's threads (``runner.engine.phases``).
      nothing more is confirmed, exit 4 when nothing was, else 1, unless
      ``allow_partial``), ``_confirm`` (with ``confirm: false`` the items wait for ``runner
      confirm`` instead).
-   Once a window's funds check has passed, the next window is claimed and made from its
-   rows while the window's confirms are in flight (``_NextWindow``), so that the call slots do
-   not wait for it; nothing is sent for it before this window is done.
 3. When nothing is due: wait for the other workers' claims (a dead worker's are taken
    over), then for the next poll due, until ``wait_for_final`` runs out.
 
@@ -33,11 +30,9 @@ summary decide.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
 from runner import lifecycle
@@ -74,8 +69,7 @@ def work(job: Job, flow: Flow[Any, Any], pages: Pages, options: RunOptions, hook
          clock: Clock, tally: Tally, retrying: bool) -> Ending:
     problems: list[str] = []
     workers = max(1, options.workers(job))
-    # One thread more than the call slots: it claims the next window during the confirms.
-    with ThreadPoolExecutor(max_workers=workers + 1, thread_name_prefix="item") as pool:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
         phase = Phase(pool, workers, flow, clock.stop, hooks.on_progress, problems,
                       hooks.on_phase)
         if retrying and not options.confirm_only:
@@ -124,10 +118,9 @@ def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Fl
     ``wait_for_final`` runs out (counted from when nothing was due first). An ending when
     the balances cannot cover what is outstanding."""
     windows = Windows(options.workers(job), flow.clock, flow.state.shared)
-    ahead = _NextWindow(phase.pool, pages, windows)
     deadline: float | None = None
     while not clock.stop.is_set() and not phase.problems:
-        window = ahead.take()
+        window = pages.next(windows.size)
         if window is None:
             if pages.wait_for_others(clock.sleep):
                 continue  # what a worker that died held is taken over
@@ -144,17 +137,14 @@ def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Fl
             continue
         started = windows.start(window.entries) if window.entries else None
         try:
-            ending = _window(job, options, clock, tally, flow, phase, pages, window,
-                             partial(ahead.claim, window.entries, started))
+            ending = _window(job, options, clock, tally, flow, phase, pages, window)
         except BaseException:
-            ahead.settle()
             pages.give_up()
             raise
         finally:
             if started is not None:
                 windows.end(window.entries, started)
         if clock.stop.is_set() or phase.problems:  # the window may be unfinished
-            ahead.settle()
             pages.give_up()
             break
         pages.done(window)
@@ -166,40 +156,8 @@ def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Fl
     return None
 
 
-class _NextWindow:
-    """The next window, claimed on a thread of the pool while this window's confirms are in
-    flight (``claim``), and taken by the loop once this window is done (``take``); the
-    loop's own claim when none was made ahead."""
-
-    def __init__(self, pool: ThreadPoolExecutor, pages: Pages, windows: Windows) -> None:
-        self.pool = pool
-        self.pages = pages
-        self.windows = windows
-        self._claimed: Future[Window | None] | None = None
-
-    def claim(self, entries: list[Entry[Any]], started: float | None) -> None:
-        """Claim the window after ``entries`` (started at ``started``), sized as if the
-        confirms still to come took as long as all that came before them."""
-        size = self.windows.size if started is None else \
-            self.windows.next_size(entries, started, ahead=True)
-        self._claimed = self.pool.submit(self.pages.next, size)
-
-    def take(self) -> Window | None:
-        """The window claimed ahead, else one claimed now; None when none is due."""
-        claimed, self._claimed = self._claimed, None
-        return claimed.result() if claimed is not None else self.pages.next(self.windows.size)
-
-    def settle(self) -> None:
-        """Wait for a claim made ahead (the run stops: the worker's claims are all given
-        back after it, whatever became of it)."""
-        claimed, self._claimed = self._claimed, None
-        if claimed is not None:
-            claimed.exception()
-
-
 def _window(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
-            phase: Phase, pages: Pages, window: Window, claim_next: Callable[[], None]
-            ) -> Ending | None:
+            phase: Phase, pages: Pages, window: Window) -> Ending | None:
     if window.polls:
         phase.run("poll", flow.poll, window.polls)
     lost = window.lost + [e for e in window.entries if e.record.intent == flow.commit_call]
@@ -208,19 +166,16 @@ def _window(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flo
     if not window.entries:
         return None
     try:
-        return _pay(job, options, clock, tally, flow, phase, pages, window.entries,
-                    claim_next)
+        return _pay(job, options, clock, tally, flow, phase, pages, window.entries)
     finally:  # answers not recorded with a confirm's intent are recorded now
         phase.close(window.entries)
 
 
 def _pay(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],
-         phase: Phase, pages: Pages, window: list[Entry[Any]], claim_next: Callable[[], None]
-         ) -> Ending | None:
+         phase: Phase, pages: Pages, window: list[Entry[Any]]) -> Ending | None:
     """Pay the window: prepare its items, check the funds for them, confirm them (with
-    ``confirm: false``, mark them awaiting ``runner confirm`` instead), the next window
-    claimed (``claim_next``) as the confirms go. An ending when the balances cannot cover
-    them."""
+    ``confirm: false``, mark them awaiting ``runner confirm`` instead). An ending when the
+    balances cannot cover them."""
     confirm = options.confirms(job)
     if not options.confirm_only:
         _prepare(flow, phase, window, hold=confirm)
@@ -238,7 +193,6 @@ def _pay(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[A
     ending = _check_funds(options, tally, flow, phase, ready, outstanding)
     if ending is not None or phase.problems:
         return ending
-    claim_next()
     _confirm(tally, flow, phase, ready)
     return None
 
