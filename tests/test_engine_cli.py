@@ -147,13 +147,14 @@ def test_runner_confirm_sends_no_new_quotation(sb: RunningSandbox, adm: Admin,
 
 
 # ---------------------------------------------------------------- the process's end
-def test_a_run_without_a_terminal_loads_only_what_it_uses_and_exits_frozen(
+def test_a_run_without_a_terminal_loads_only_what_it_uses_and_leaves_its_imports_frozen(
         sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
     """A run from cron loads only what it uses (rich draws bars on a terminal; requests is
     the scripts' client, runner's calls go through urllib3; a remittance job needs no other
-    kind's models, checks or flow; cryptography reads signed plans, under four eyes), and
-    skips the interpreter's last collection of every object (``runner.cli.main``): by the
-    time the process exits, the run, its reports and its state are closed."""
+    kind's models, checks or flow; cryptography reads signed plans, under four eyes); the
+    collector leaves what the imports made from the command's start (``runner.cli.entry``),
+    and skips the interpreter's last collection of every object (``runner.cli.main``): by
+    the time the process exits, the run, its reports and its state are closed."""
     job = write_job(tmp_path, sb)
     unused = {"rich", "requests", "cryptography", "runner.job.collection",
               "runner.job.merchant_payment", "runner.kinds.payout", "runner.engine.accounts"}
@@ -161,14 +162,21 @@ def test_a_run_without_a_terminal_loads_only_what_it_uses_and_exits_frozen(
              "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
              f"atexit.register(lambda: print('loaded:', sorted({unused!r}\n"
              "                                             & set(sys.modules))))\n"
-             "from runner.cli import main\n"
-             "main()\n")
+             "import runner.engine.batch as batch\n"
+             "run_job = batch.run_job\n"
+             "def frozen_first(*args, **kwargs):\n"
+             "    print('frozen before the run:', gc.get_freeze_count() > 0)\n"
+             "    return run_job(*args, **kwargs)\n"
+             "batch.run_job = frozen_first\n"
+             "from runner.cli import entry\n"
+             "entry()\n")
     done = subprocess.run([sys.executable, "-c", probe, "run", str(job), "--yes", "--state",
                            str(state)], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           stdin=subprocess.DEVNULL, check=False)
     assert (done.returncode, done.stdout.splitlines()[-2:]) == (
         0, ["loaded: []", "frozen at exit: True"])
+    assert "frozen before the run: True" in done.stdout.splitlines()
     assert [p.suffix for p in sorted((tmp_path / "reports").iterdir())] == [
         ".csv", ".html", ".txt"]
     assert confirmed(sb) == EVERY

@@ -34,7 +34,7 @@ def test_the_examples_are_one_copy_in_the_package_and_all_shipped() -> None:
 def test_the_distribution_has_its_own_name_a_licence_and_extras() -> None:
     project = PROJECT["project"]
     assert project["name"] == "payrunner" and project["scripts"] == {"runner":
-                                                                      "runner.cli:main"}
+                                                                      "runner.cli:entry"}
     assert project["license"] == "Apache-2.0" and (ROOT / "LICENSE").is_file()
     assert "Apache License" in (ROOT / "LICENSE").read_text(encoding="utf-8")[:200]
     assert project["urls"]["Homepage"].startswith("https://")

@@ -70,3 +70,13 @@ def main(ctx: click.Context) -> None:
 for command in (validate, plan, show, approve, run, apply, confirm, status, report, resolve,
                 reconcile, sandbox, schema, state, init, man):
     main.add_command(command)
+
+
+def entry() -> None:
+    """The ``runner`` command, and ``python -m runner``: ``main`` in a process of its own.
+    What the imports made (modules, classes, models) lives as long as the process, so the
+    collector is told to leave it be (``gc.freeze``): each later collection walks only what
+    the command makes, about 0.1 s less of a run's start and plan. (A program that calls
+    ``main`` itself keeps its collector as it is.)"""
+    gc.freeze()
+    main()
