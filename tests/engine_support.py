@@ -190,7 +190,7 @@ def row_of(record: ItemRecord) -> dict[str, Any]:
     return {k: str(v) if isinstance(v, Decimal) else v for k, v in asdict(record).items()}
 
 
-def items(state: Path, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any]]:
+def items(state: Path | str, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any]]:
     store = open_state(state)
     try:
         return {r.external_id: row_of(r) for r in store.items(job_name)}
@@ -198,7 +198,7 @@ def items(state: Path, job_name: str = "pay-2026-11") -> dict[str, dict[str, Any
         store.close()
 
 
-def outcomes(state: Path, job_name: str = "pay-2026-11") -> dict[str, str]:
+def outcomes(state: Path | str, job_name: str = "pay-2026-11") -> dict[str, str]:
     return {e: "in_doubt" if r["intent"] else r["outcome"]
             for e, r in items(state, job_name).items()}
 

@@ -3,7 +3,8 @@ end to end against a loopback sandbox. A remittance's confirm is looked up by it
 external_id alone (``Flow.doubt_settled_from_state``): the next run looks it up from the
 state, follows the money it moved to its final status, pays nothing again, and every view
 names the item as changed after it was paid. A payment order's lookup compares the order it
-finds with the item: its row changed, it is left to a person, and nothing is looked up."""
+finds with the item: its row changed, it is left to a person, and nothing is looked up. Each
+on a SQLite state and on a PostgreSQL one."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ CASES = {
 
 @pytest.mark.parametrize("fault,edit", list(CASES))
 def test_a_confirm_in_doubt_whose_row_changed_is_looked_up_and_paid_once(
-        fault: str, edit: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path
-        ) -> None:
+        fault: str, edit: str, sb: RunningSandbox, adm: Admin, tmp_path: Path,
+        where: Path | str) -> None:
     closing = CASES[fault, edit]
     job = write_job(tmp_path, sb, ROWS, concurrency=1)
     before = eur(sb)["balance"]
@@ -85,10 +86,10 @@ def test_a_confirm_in_doubt_whose_row_changed_is_looked_up_and_paid_once(
         if phase == "confirm":
             stopping.set()
 
-    assert run(job, state, stop=stopping, on_progress=stop_after_the_first_confirm
+    assert run(job, where, stop=stopping, on_progress=stop_after_the_first_confirm
                ).message == "interrupted; run again to resume"
     adm.api.call("DELETE", "/faults")
-    assert outcomes(state) == {"pay-a": "in_doubt", "pay-b": "pending"}
+    assert outcomes(where) == {"pay-a": "in_doubt", "pay-b": "pending"}
     moved = {"pay-a": 1} if fault == "lost" else {}
     assert confirmed(sb) == moved
     rows = ROWS.replace("a,1,10.00", "a,1,15.00") if edit == "amount edited" else \
@@ -96,49 +97,49 @@ def test_a_confirm_in_doubt_whose_row_changed_is_looked_up_and_paid_once(
     (tmp_path / "rows.csv").write_text(HEADER + rows)
     looked_up = lookups_of(sb, "pay-a")
 
-    code, out, err = lines("run", str(job), "--state", str(state), "--yes")
+    code, out, err = lines("run", str(job), "--state", str(where), "--yes")
     assert (code, out, err) == (1 if "changed" in closing[0] else 0, closing, [])
     # a's confirm was looked up once, from the state, and never sent again; b paid as its
     # row asks.
     assert lookups_of(sb, "pay-a") - looked_up == 1
     assert confirmed(sb) == {**moved, "pay-b": 1}
     assert before - eur(sb)["balance"] == Decimal("33.00" if moved else "21.50")
-    record = items(state)["pay-a"]
+    record = items(where)["pay-a"]
     assert (record["step"], record["intent"], record["source_amount"]) == (
         "final" if moved else "created", None, "10.00")
-    assert outcomes(state) == {"pay-a": "settled" if moved else "pending",
+    assert outcomes(where) == {"pay-a": "settled" if moved else "pending",
                                "pay-b": "settled"}
-    assert lines("status", str(job), "--state", str(state)) == (code, closing, [])
+    assert lines("status", str(job), "--state", str(where)) == (code, closing, [])
     # The next plan pays nothing, and says why a's row is not paid; nor does the next run.
-    planned, plan, err = lines("plan", str(job), "--state", str(state))
+    planned, plan, err = lines("plan", str(job), "--state", str(where))
     assert (planned, err, plan[-1]) == (0, [], "nothing to pay")
     if edit == "amount edited":
         assert ("    pay-a (row 2), Jo Doe: " + (
             "changed since it was paid: not paid again" if moved else
             "the item changed after its payment started; check it by hand")) in plan
-    assert lines("run", str(job), "--state", str(state), "--yes")[:2] == (code, closing)
+    assert lines("run", str(job), "--state", str(where), "--yes")[:2] == (code, closing)
     assert confirmed(sb) == {**moved, "pay-b": 1}
 
 
 def test_a_payment_order_in_doubt_whose_row_changed_is_left_to_a_person(
-        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, where: Path | str) -> None:
     path = order_job(tmp_path, sb, [order_row("a")], concurrency=1)
     # Once the plan is made (its catalogue read): the order is made, its answer lost, and
     # every lookup of it fails.
-    assert run(path, state, on_batch=lambda paying: adm.faults(
+    assert run(path, where, on_batch=lambda paying: adm.faults(
         {"payment_orders": {"lost_next": 1}, "lookups": {"error_next": 10}})).exit_code == 1
     adm.api.call("DELETE", "/faults")
-    assert outcomes(state, "col-2026-11") == {"a": "in_doubt"}
+    assert outcomes(where, "col-2026-11") == {"a": "in_doubt"}
     order_job(tmp_path, sb, [order_row("a", "55.00")], concurrency=1)
     looked_up = lookups_of(sb, "a")
-    code, out, err = lines("run", str(path), "--state", str(state), "--yes")
+    code, out, err = lines("run", str(path), "--state", str(where), "--yes")
     assert (code, out, err) == (1, [
         "col-2026-11: 1 items: 1 in doubt",
         "  in doubt a (row 24): the payment_order was sent and its answer lost; the next run "
         "looks it up before anything"], [])
     assert lookups_of(sb, "a") == looked_up  # its lookup compares: not without its row
     assert order_counts(sb) == {"a": 1} and posted(adm, "payment_orders") == 1
-    record = items(state, "col-2026-11")["a"]
+    record = items(where, "col-2026-11")["a"]
     assert (record["intent"], record["outcome"], record["error_code"]) == (
         "payment_order", "conflict", "changed")
 
