@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Callable, Iterator
 from email.message import EmailMessage
 from pathlib import Path
@@ -31,8 +32,11 @@ from summary_support import (
     write_job,
 )
 
+from runner.errors import EmailNotSent
+from runner.job import load_job
 from runner.sandbox import RunningSandbox
 from runner.state import open_state
+from runner.summary.mail import send
 
 # aiosmtpd sets its own deprecated Session.login_data after every AUTH (in its thread).
 pytestmark = pytest.mark.filterwarnings(
@@ -251,6 +255,33 @@ def test_implicit_tls(sandbox: RunningSandbox, tmp_path: Path, state: Path,
                     summary=email_section(server.port, smtp=", implicit_tls: true" + login))
     assert run(job, state).exit_code == 0
     assert [a.login for a in server.arrived] == [USER]
+
+
+def test_a_ca_file_made_a_fifo_after_the_run_costs_the_email_only(
+        sandbox: RunningSandbox, tmp_path: Path, state: Path, authority: Authority,
+        servers: list[MailServer]) -> None:
+    server = start("implicit", authority)
+    servers.append(server)
+    job = write_job(tmp_path, sandbox, SETTLED, summary=email_section(
+        server.port, smtp=f", implicit_tls: true, username: {USER}, password: {PASSWORD}, "
+                          "ca_file: ca.pem"))
+    assert run(job, state).exit_code == 0
+    # The CA file becomes a FIFO that no one writes: read as it was, sending would wait for
+    # ever. `runner report --email` refuses the job at once (its files are checked first),
+    # and a send that finds it so (changed since its run started) costs the email only.
+    authority.ca_file.unlink()
+    os.mkfifo(authority.ca_file)
+    result = cli("report", str(job), "--state", str(state), "--email",
+                 "--output", str(tmp_path / "again.txt"))
+    assert (result.exit_code, result.stderr.splitlines()[0]) == (
+        2, f"{job}:27: summary.email.smtp.ca_file: not a regular file (a FIFO)")
+    summary = load_job(job).summary
+    assert summary is not None and summary.email is not None
+    with pytest.raises(EmailNotSent) as caught:
+        send(EmailMessage(), summary.email, job.parent)
+    assert str(caught.value) == ("summary.email.smtp.ca_file: ca.pem: not a regular file (a "
+                                 "FIFO)")
+    assert [a.login for a in server.arrived] == [USER]  # the run's only
 
 
 def test_the_certificate_is_always_verified(sandbox: RunningSandbox, tmp_path: Path,

@@ -3,14 +3,18 @@ including the checks made before a run (templates, the CA file)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from job_files import REMITTANCE, write
+from mail_server import Authority
 
 from runner.errors import JobErrors
 from runner.job import load_job
 from runner.summary import check_summary
+from runner.summary.mail import CA_FILE_LIMIT
 
 EMAIL = """\
 summary:
@@ -125,3 +129,38 @@ def test_addresses_from_the_environment_are_one_each() -> None:
     assert problems(section, {"SUMMARY_TO": "payroll@example.com,attacker@evil.example"}) == [
         f"job.yaml:22: summary.email.to.0: 'payroll@example.com,attacker@evil.example' "
         f"{ONE_ADDRESS}"]
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _environ(path: Path) -> None:
+    path.symlink_to("/proc/self/environ")
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (_fifo, "not a regular file (a FIFO)"),
+    (Path.mkdir, "not a regular file (a folder)"),
+    (_environ, "a special file of the system (proc); a job reads regular files only"),
+    (lambda p: p.write_text("not a certificate\n"),
+     "holds no certificate in PEM form (-----BEGIN CERTIFICATE-----)"),
+    (lambda p: p.write_text(""),
+     "holds no certificate in PEM form (-----BEGIN CERTIFICATE-----)"),
+    (lambda p: p.write_bytes(b"#" * (CA_FILE_LIMIT + 1)),
+     "larger than 4 MiB; a CA file holds the certificates of a few authorities"),
+])
+def test_a_ca_file_is_read_as_the_jobs_files_are_before_anything_is_sent(
+        make: Callable[[Path], object], message: str) -> None:
+    make(Path("corp-ca.pem"))
+    assert problems(EMAIL.format(smtp="{host: mail.example.com, ca_file: corp-ca.pem}")) == [
+        f"job.yaml:24: summary.email.smtp.ca_file: {message}"]
+
+
+def test_a_ca_bundle_whose_comments_are_not_ascii_is_trusted(tmp_path: Path) -> None:
+    authority = Authority.make(tmp_path)  # its ca.pem
+    Path("corp-ca.pem").write_bytes("# NetLock Arany (Class Gold) Főtanúsítvány\n".encode()
+                                    + authority.ca_file.read_bytes())
+    write(Path("."), REMITTANCE + EMAIL.format(
+        smtp="{host: mail.example.com, ca_file: corp-ca.pem}"))
+    check_summary(load_job("job.yaml", {}))

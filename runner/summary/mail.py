@@ -20,14 +20,17 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 
-from runner.errors import EmailNotSent
+from runner.errors import EmailNotSent, FileUnreadable
 from runner.job.model import Email, Smtp
+from runner.job.sources import open_regular
 from runner.logs import event
 from runner.summary.model import Summary
 
 log = logging.getLogger("runner")
 #: The biggest CSV attached (bytes); base64 makes it a third bigger in the message.
 ATTACH_LIMIT = 8 << 20
+#: The biggest CA file read (bytes): a bundle of every public authority is about 0.2 MB.
+CA_FILE_LIMIT = 4 << 20
 
 
 def should_send(email: Email, summary: Summary) -> bool:
@@ -68,6 +71,9 @@ def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
     recipients = [*email.to, *email.cc]
     try:
         context = _tls_context(smtp, base)
+    except FileUnreadable as exc:  # the file changed since the run's start
+        raise EmailNotSent(f"summary.email.smtp.ca_file: {smtp.ca_file}: {exc}") from None
+    try:
         client: smtplib.SMTP
         if smtp.tls == "implicit":
             client = smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=float(smtp.timeout),
@@ -104,8 +110,29 @@ def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
 def _tls_context(smtp: Smtp, base: Path) -> ssl.SSLContext | None:
     if smtp.tls == "none":
         return None
-    ca_file = None if smtp.ca_file is None else base / smtp.ca_file
-    return ssl.create_default_context(cafile=ca_file)
+    if smtp.ca_file is None:
+        return ssl.create_default_context()
+    return authorities(base / smtp.ca_file)
+
+
+def authorities(path: Path) -> ssl.SSLContext:
+    """A TLS context that trusts the certificates of the PEM file ``path`` (``smtp.ca_file``),
+    and them only. The file is read as a job's files are (``open_regular``: never a FIFO, a
+    device or ``/proc/self/environ``), CA_FILE_LIMIT bytes at most; FileUnreadable says why
+    it cannot be used, never quoting what is in it."""
+    with open_regular(path) as file:
+        data = file.read(CA_FILE_LIMIT + 1)
+    if len(data) > CA_FILE_LIMIT:
+        raise FileUnreadable(f"larger than {CA_FILE_LIMIT >> 20} MiB; a CA file holds the "
+                             "certificates of a few authorities")
+    # PEM is ASCII; some bundles name their authorities in comments that are not.
+    text = data.decode("ascii", "ignore")
+    if text.strip():  # (an empty cadata would be none: the system's authorities)
+        try:
+            return ssl.create_default_context(cadata=text)
+        except ssl.SSLError:
+            pass
+    raise FileUnreadable("holds no certificate in PEM form (-----BEGIN CERTIFICATE-----)")
 
 
 def _text(error: bytes | str) -> str:

@@ -36,6 +36,7 @@ from runner.job import Job
 from runner.job.sources import open_regular
 from runner.lifecycle import PlanAction, Shown
 from runner.summary.amounts import money_text, number_text
+from runner.summary.mail import authorities
 from runner.summary.model import Summary
 
 BUILT_IN_TEXT, BUILT_IN_HTML = "runner/summary.txt.j2", "runner/summary.html.j2"
@@ -145,9 +146,13 @@ def check_summary(job: Job) -> Templates:
             if error not in errors:
                 errors.append(error)
     email = job.summary.email if job.summary else None
-    if email and email.smtp.ca_file and not (job.path.parent / email.smtp.ca_file).is_file():
-        errors.append(JobError(str(job.path), job.line_of("summary", "email", "smtp", "ca_file"),
-                               "summary.email.smtp.ca_file", "no such file"))
+    if email and email.smtp.ca_file:
+        try:
+            authorities(job.path.parent / email.smtp.ca_file)
+        except FileUnreadable as exc:
+            errors.append(JobError(str(job.path), job.line_of("summary", "email", "smtp",
+                                                              "ca_file"),
+                                   "summary.email.smtp.ca_file", str(exc)))
     if errors:
         raise JobErrors(errors)
     return templates
