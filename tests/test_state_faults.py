@@ -167,6 +167,37 @@ def test_a_file_that_is_no_database_is_refused(tmp_path: Path, state: Path) -> N
                                  "file is not a database"]
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_link_beside_the_state_database_is_refused_and_nothing_written_through_it(
+        suffix: str, sb: RunningSandbox, adm: Admin, tmp_path: Path) -> None:
+    # A state in a folder others may write (/tmp, a share): a link placed where SQLite keeps
+    # the database's journal would have it written into a file that is not runner's.
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o777)
+    state = folder / "runner.sqlite"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not runner's\n")
+    link = folder / f"runner.sqlite{suffix}"
+    link.symlink_to(elsewhere)
+    result = cli("run", str(write_job(tmp_path, sb, ROWS)), "--yes", "--state", str(state))
+    assert (result.exit_code, err_lines(result)) == (74, [
+        f"error: {state}: {link} is a symbolic link, where SQLite keeps the database's "
+        "journal; remove it (runner never writes through it)"])
+    assert elsewhere.read_text() == "not runner's\n"
+    assert not posts(adm) and not state.exists()
+    # A state reached through a link keeps its journal beside the file the link names.
+    link.unlink()
+    real = tmp_path / "volume" / "runner.sqlite"
+    real.parent.mkdir()
+    real.touch(mode=0o600)  # (an empty file is an empty database)
+    state.symlink_to(real)
+    assert cli("run", str(write_job(tmp_path, sb, ROWS)), "--yes", "--state", str(state)
+               ).exit_code == 0
+    assert len(confirmed(sb)) == 40
+    assert not (folder / f"runner.sqlite{suffix}").exists()
+    assert sorted(p.name for p in real.parent.iterdir()) == ["runner.sqlite"]
+
+
 def test_a_database_kept_locked_exits_75(sb: RunningSandbox, adm: Admin, tmp_path: Path,
                                          state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import runner.state.sqlite

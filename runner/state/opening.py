@@ -15,10 +15,13 @@ database, an I/O error is ``StateUnusable`` (exit 74: a person looks).
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
+import stat
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from functools import cache
+from pathlib import Path
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
@@ -29,6 +32,31 @@ _LOCKED = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _CANNOT_WRITE = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM,
                  sqlite3.SQLITE_AUTH}
 _NOT_OURS = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+#: The files SQLite keeps beside a database: the write-ahead log, its index (shared memory)
+#: and the journal of a change made outside WAL mode.
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def check_companions(path: Path, location: str) -> None:
+    """Refuse a database beside which (beside the file a link names: where SQLite keeps
+    them) a companion file is a link, a folder, a FIFO or a device. SQLite opens them
+    following links: one placed in a shared folder would have runner's journal written into
+    a file that is not runner's."""
+    real = Path(os.path.realpath(path))
+    for suffix in COMPANIONS:
+        companion = real.with_name(real.name + suffix)
+        try:
+            mode = os.lstat(companion).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise state_error(exc, location) from None
+        if not stat.S_ISREG(mode):
+            what = "a symbolic link" if stat.S_ISLNK(mode) else "a folder" \
+                if stat.S_ISDIR(mode) else "not a regular file"
+            raise StateUnusable(f"{location}: {companion} is {what}, where SQLite keeps the "
+                                "database's journal; remove it (runner never writes through "
+                                "it)")
 
 
 def check_migrations(conn: sqlite3.Connection, migrations: Migrations, location: str) -> None:

@@ -34,7 +34,12 @@ from sqlite_utils import Database
 from runner.lifecycle import Call, Outcome, Reason, State, Step
 from runner.state.connector import Row, Tx
 from runner.state.files import private_file, private_folder
-from runner.state.opening import check_migrations, check_tables, state_error
+from runner.state.opening import (
+    check_companions,
+    check_migrations,
+    check_tables,
+    state_error,
+)
 from runner.state.sql import Dialect, Queries, Statements
 from runner.state.sqlite_schema import migrations
 
@@ -68,6 +73,7 @@ class SqliteConnector:
         try:
             if path is not None:
                 private_folder(path.parent)
+                check_companions(path, self.location)
                 private_file(path)  # SQLite gives its WAL and shared-memory files its mode
             self.conn = sqlite3.connect(path or ":memory:", check_same_thread=False,
                                         isolation_level=None, timeout=LOCK_WAIT)
