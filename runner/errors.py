@@ -201,8 +201,9 @@ class FieldProblem(RunnerError, ValueError):
 
 
 class FileUnreadable(RunnerError):
-    """Why a file a job names (the job file, its rows file, a summary template, a plan file)
-    is not read: the message says why, and never quotes what is in it."""
+    """Why a file a job names (the job file, its rows file, a summary template, the mail
+    server's CA file, a plan file) is not read: the message says why, and never quotes what
+    is in it."""
 
 
 class JsonRefused(RunnerError, ValueError):

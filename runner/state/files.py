@@ -98,19 +98,32 @@ def write_private(path: Path, text: str) -> None:
         stream.write(text)
 
 
-def _refuse_what_is_there(path: Path) -> None:
+def in_the_way(path: Path) -> str | None:
+    """What is at ``path`` when it is not a regular file: "a symbolic link", "a folder" or
+    "not a regular file" (a FIFO, a device, a socket); None when nothing is, or a regular
+    file. OSError when it cannot be told."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) \
+        else "not a regular file"
+
+
+_WHY_NOT = {"a symbolic link": " (runner does not write through links; remove it or name the "
+                               "file itself)",
+            "not a regular file": " (runner writes a file whole, then renames it into place)"}
+
+
+def _refuse_what_is_there(path: Path) -> None:
+    try:
+        what = in_the_way(path)
     except OSError as exc:
         raise _not_written(path, exc) from None
-    if not stat.S_ISREG(mode):
-        what = ("a symbolic link (runner does not write through links; remove it or name "
-                "the file itself)" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
-                else "not a regular file (runner writes a file whole, then renames it into "
-                "place)")
-        raise FileNotWritten(f"{path}: cannot write: {what}")
+    if what is not None:
+        raise FileNotWritten(f"{path}: cannot write: {what}{_WHY_NOT.get(what, '')}")
 
 
 def _not_written(path: Path, exc: OSError) -> FileNotWritten:

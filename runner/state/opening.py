@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import stat
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from functools import cache
@@ -27,6 +26,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
+from runner.state.files import in_the_way
 
 _LOCKED = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _CANNOT_WRITE = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM,
@@ -46,14 +46,10 @@ def check_companions(path: Path, location: str) -> None:
     for suffix in COMPANIONS:
         companion = real.with_name(real.name + suffix)
         try:
-            mode = os.lstat(companion).st_mode
-        except FileNotFoundError:
-            continue
+            what = in_the_way(companion)
         except OSError as exc:
             raise state_error(exc, location) from None
-        if not stat.S_ISREG(mode):
-            what = "a symbolic link" if stat.S_ISLNK(mode) else "a folder" \
-                if stat.S_ISDIR(mode) else "not a regular file"
+        if what is not None:
             raise StateUnusable(f"{location}: {companion} is {what}, where SQLite keeps the "
                                 "database's journal; remove it (runner never writes through "
                                 "it)")
