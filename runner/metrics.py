@@ -26,7 +26,9 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.errors import FileUnreadable
 from runner.exit_codes import ExitCode
+from runner.job.sources import open_regular
 from runner.state.files import replacing
 from runner.summary.tally import STATES
 from runner.summary.totals import CurrencyTotal
@@ -35,6 +37,8 @@ ENV = "RUNNER_METRICS_FILE"
 PARTS = ("planned", "paid", "fees", "failed", "pending", "to_check")
 AMOUNTS = "runner_amount"
 LAST_SUCCESS = "runner_last_success_timestamp_seconds"
+#: The most of a previous file read (bytes): one job's metrics are a few KB.
+PREVIOUS_LIMIT = 1 << 20
 
 
 @dataclass
@@ -122,10 +126,24 @@ def _job_of(text: str) -> str | None:
 
 def write(path: Path, run: RunMetrics) -> None:
     """Replace the file at ``path`` with ``run``'s metrics, atomically."""
-    try:
-        previous = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        previous = ""
-    text = render(run, previous).decode("utf-8")
+    text = render(run, _previous_text(path)).decode("utf-8")
     with replacing(path, shared=True) as out:
         out.write(text)
+
+
+def _previous_text(path: Path) -> str:
+    """What the file at ``path`` holds, read as a job's files are (``open_regular``: a FIFO
+    would keep the command from ever ending, a device from reading less than all of it); ""
+    when there is none, or it is not a regular file of runner's size and text (it is then
+    not replaced either: ``replacing`` says why)."""
+    try:
+        with open_regular(path) as file:
+            data = file.read(PREVIOUS_LIMIT + 1)
+    except FileUnreadable:
+        return ""
+    if len(data) > PREVIOUS_LIMIT:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""

@@ -5,8 +5,11 @@ its exit code, with the last success kept across runs."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -130,3 +133,21 @@ def test_the_metrics_file_after_failures_a_success_a_repeat_and_a_held_lease(
     assert value(held, "runner_last_success_timestamp_seconds") == \
         value(again, "runner_last_success_timestamp_seconds")
     assert value(held, "runner_items", outcome="settled") is None  # not read this time
+
+
+def test_a_metrics_file_that_is_a_fifo_never_keeps_the_run_from_ending(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    # A FIFO where the metrics go, which no one writes: read as a file, it would keep the
+    # command from ending once the batch is paid (cron's next run then finds it running).
+    prom = tmp_path / "runner.prom"
+    os.mkfifo(prom)
+    job = write_job(tmp_path, sb, FAILING)
+    done = subprocess.run([sys.executable, "-m", "runner", "run", str(job), "--state",
+                           str(state), "--yes", "--metrics-file", str(prom)],
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 1 and done.stdout.startswith(f"{JOB}: 5 items: 2 settled")
+    assert (f"error: the metrics file: {prom}: cannot write: not a regular file (runner "
+            "writes a file whole, then renames it into place)") in done.stderr.splitlines()
+    assert stat.S_ISFIFO(os.lstat(prom).st_mode)  # left as it was
+
