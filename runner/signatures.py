@@ -45,6 +45,10 @@ _CURVES: dict[str, tuple[str, type[hashes.HashAlgorithm]]] = {
     "nistp256": ("secp256r1", hashes.SHA256), "nistp384": ("secp384r1", hashes.SHA384),
     "nistp521": ("secp521r1", hashes.SHA512)}
 KEY_TYPES = ("ssh-ed25519", "ssh-rsa", *(f"ecdsa-sha2-{c}" for c in _CURVES))
+#: The most read of a private key file, and of an allowed-signers file (bytes): an RSA key of
+#: 16,384 bits is 13 KB; a line of the allowed signers is well under 1 KB.
+KEY_FILE_LIMIT = 64 << 10
+SIGNERS_FILE_LIMIT = 4 << 20
 SigningKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 PublicKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey
 
@@ -99,9 +103,14 @@ def load_signing_key(path: Path, passphrase: Callable[[], str | None]) -> Signin
     for a protected key. SigningError when it cannot sign (unreadable, a public key, a wrong
     passphrase, a type not read here)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SigningError(f"{path}: cannot read the key: {exc.strerror}") from None
+        with open_regular(path) as file:  # never a FIFO, a device or /proc/self/environ
+            data = file.read(KEY_FILE_LIMIT + 1)
+    except (OSError, FileUnreadable) as exc:
+        raise SigningError(f"{path}: cannot read the key: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > KEY_FILE_LIMIT:
+        raise SigningError(f"{path}: cannot read the key: larger than "
+                           f"{KEY_FILE_LIMIT >> 10} KiB, which no private key is")
     if data.startswith((b"ssh-", b"ecdsa-", b"sk-")):
         raise SigningError(f"{path} is a public key; give its private key file (the one "
                            f"without .pub)")
@@ -247,7 +256,11 @@ def read_allowed_signers(path: Path) -> list[AllowedSigner]:
     that cannot be read (a trust list is read whole or not at all)."""
     try:
         with open_regular(path) as file:  # never a FIFO, a device or /proc/self/environ
-            text = file.read().decode("utf-8")
+            data = file.read(SIGNERS_FILE_LIMIT + 1)
+        if len(data) > SIGNERS_FILE_LIMIT:
+            raise FileUnreadable(f"larger than {SIGNERS_FILE_LIMIT >> 20} MiB (thousands of "
+                                 "keys fit in less)")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError, FileUnreadable) as exc:
         raise JobError(str(path), None, None, f"cannot read the approvers' keys: "
                        f"{getattr(exc, 'strerror', None) or exc}") from None

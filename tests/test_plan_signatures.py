@@ -7,6 +7,7 @@ ssh-keygen, as a team makes them; the plan is signed once for the module."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,8 +31,14 @@ from test_run_terminal import on_terminal
 
 from runner.engine.plan_file import digest_of, read_plan
 from runner.engine.plan_signing import NAMESPACE, check_signatures, message
+from runner.errors import JobError
 from runner.sandbox import RunningSandbox, start_in_thread
-from runner.signatures import load_signing_key, read_allowed_signers, sign
+from runner.signatures import (
+    SIGNERS_FILE_LIMIT,
+    load_signing_key,
+    read_allowed_signers,
+    sign,
+)
 from runner.state import open_state
 
 
@@ -245,6 +252,33 @@ def test_the_same_key_signing_twice_is_refused(signed: Signed, tmp_path: Path) -
         "2026-11-25T10:00:00Z is refused: this key signed the plan already (role approve); "
         "the approve signature by alice@example.com signed at 2026-11-25T10:00:00Z is "
         "refused: this key signed the plan already (role plan); nothing was sent"]
+
+
+def test_a_key_or_a_trust_list_that_is_no_regular_file_is_refused_at_once(
+        signed: Signed, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.json"
+    copy.write_text(signed.plan.read_text())
+    # A FIFO given as the key, which no one writes, would keep `runner approve` waiting for
+    # ever; a link to the process's environment would read its credentials as a key.
+    fifo, environ = tmp_path / "key", tmp_path / "environ-key"
+    os.mkfifo(fifo)
+    environ.symlink_to("/proc/self/environ")
+    for key, why in ((fifo, "not a regular file (a FIFO)"),
+                     (environ, "a special file of the system (proc); a job reads regular "
+                               "files only")):
+        done = subprocess.run([sys.executable, "-m", "runner", "approve", str(copy), "--sign",
+                               str(key)], capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)
+        assert (done.returncode, done.stderr.splitlines()) == (
+            2, [f"error: {key}: cannot read the key: {why}"])
+    assert copy.read_text() == signed.plan.read_text()  # left as it was
+    # An allowed-signers file of more than any team's keys is refused, not read whole.
+    huge = tmp_path / "approvers"
+    huge.write_bytes(b"#" * (SIGNERS_FILE_LIMIT + 1))
+    with pytest.raises(JobError) as caught:
+        read_allowed_signers(huge)
+    assert str(caught.value) == (f"{huge}: cannot read the approvers' keys: larger than 4 MiB "
+                                 "(thousands of keys fit in less)")
 
 
 @pytest.mark.parametrize("field", FIELDS)
