@@ -281,6 +281,31 @@ def test_a_key_or_a_trust_list_that_is_no_regular_file_is_refused_at_once(
                                  "(thousands of keys fit in less)")
 
 
+def test_a_plan_naming_a_device_or_a_fifo_as_its_job_file_is_read_at_once(
+        signed: Signed, tmp_path: Path) -> None:
+    # The plan file names its job file; one edited to name /dev/zero, or a FIFO no one
+    # writes, would keep `runner show` and `runner approve` reading for ever.
+    fifo = tmp_path / "job.yaml"
+    os.mkfifo(fifo)
+    for named, why in (("/dev/zero", "a special file of the system (dev); a job reads "
+                                     "regular files only"),
+                       (str(fifo), "not a regular file (a FIFO)")):
+        content = signed.content
+        content["job"]["file"] = named
+        plan = tmp_path / "named.json"
+        plan.write_text(json.dumps(content, indent=1))
+        reason = f"the plan's job file {named} cannot be read ({why}): give it with --job"
+        for command in (["show", str(plan)], ["approve", str(plan), "--sign",
+                                               str(signed.keys["carol"])]):
+            done = subprocess.run([sys.executable, "-m", "runner", *command],
+                                  capture_output=True, text=True, timeout=120,
+                                  stdin=subprocess.DEVNULL, check=False)
+            shown = done.stdout + done.stderr
+            assert reason in shown, shown
+            assert done.returncode == (0 if command[0] == "show" else 2), shown
+        assert json.loads(plan.read_text()) == content  # not signed
+
+
 @pytest.mark.parametrize("field", FIELDS)
 def test_each_field_of_a_signed_plan_edited_breaks_every_signature(signed: Signed,
                                                                    field: str) -> None:

@@ -58,8 +58,11 @@ class AppliedPlan:
 
 
 def sha256_of(path: Path) -> str:
+    """The sha256 of the file at ``path``, read as a job's files are (``open_regular``: a
+    plan file may name any path, and a FIFO or a device would never end); FileUnreadable
+    when it is not a regular file."""
     digest = hashlib.sha256()
-    with path.open("rb") as file:
+    with open_regular(path) as file:
         for chunk in iter(lambda: file.read(1 << 16), b""):
             digest.update(chunk)
     return digest.hexdigest()

@@ -39,7 +39,7 @@ from runner.engine.plan_file import (
     write_plan,
 )
 from runner.engine.plan_listing import Listing, SignatureView
-from runner.errors import JobError, JobErrors, PlanRefused, SigningError
+from runner.errors import FileUnreadable, JobError, JobErrors, PlanRefused, SigningError
 from runner.job import approval_rules
 from runner.signatures import (
     AllowedSigner,
@@ -185,9 +185,10 @@ def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Appro
     path = job_file or Path(content["job"]["file"])
     try:
         same = sha256_of(path) == content["job"]["sha256"]
-    except OSError as exc:
-        raise PlanRefused([f"the plan's job file {path} cannot be read ({exc.strerror}): "
-                           f"give it with --job"]) from None
+    except (OSError, FileUnreadable) as exc:
+        raise PlanRefused([f"the plan's job file {path} cannot be read "
+                           f"({getattr(exc, 'strerror', None) or exc}): give it with --job"]
+                          ) from None
     if not same:
         raise PlanRefused([f"the job file {path} is not the one the plan was made from"])
     rules = approval_rules(path)
@@ -196,7 +197,7 @@ def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Appro
     approvers = path.parent / rules.approvers
     try:
         same = sha256_of(approvers) == content["job"].get("approvers_sha256")
-    except OSError:
+    except (OSError, FileUnreadable):
         same = False
     if not same:
         raise PlanRefused([f"the approvers file {approvers} changed since the plan was made"])
