@@ -167,6 +167,20 @@ def test_a_file_that_is_no_database_is_refused(tmp_path: Path, state: Path) -> N
                                  "file is not a database"]
 
 
+@pytest.mark.parametrize(("make", "what"), [
+    (os.mkfifo, "not a regular file"), (Path.mkdir, "a folder")])
+def test_a_state_path_that_is_no_file_is_refused_before_anything_is_sent(
+        make: Callable[[Path], object], what: str, sb: RunningSandbox, adm: Admin,
+        tmp_path: Path) -> None:
+    state = tmp_path / "runner.sqlite"
+    make(state)
+    result = cli("run", str(write_job(tmp_path, sb, ROWS)), "--yes", "--state", str(state))
+    assert (result.exit_code, err_lines(result)) == (74, [
+        f"error: {state}: {what}, not a database file; name the state's file (the default is "
+        "state/runner.sqlite)"])
+    assert not posts(adm)
+
+
 @pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
 def test_a_link_beside_the_state_database_is_refused_and_nothing_written_through_it(
         suffix: str, sb: RunningSandbox, adm: Admin, tmp_path: Path) -> None:

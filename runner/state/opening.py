@@ -37,22 +37,27 @@ _NOT_OURS = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 COMPANIONS = ("-wal", "-shm", "-journal")
 
 
-def check_companions(path: Path, location: str) -> None:
-    """Refuse a database beside which (beside the file a link names: where SQLite keeps
-    them) a companion file is a link, a folder, a FIFO or a device. SQLite opens them
-    following links: one placed in a shared folder would have runner's journal written into
-    a file that is not runner's."""
+def check_files(path: Path, location: str) -> None:
+    """Refuse a database that is not a regular file (a folder, a FIFO, a device; a link is
+    followed to the file it names), and one beside which (where SQLite keeps them: beside the
+    file a link names) a companion file is a link, a folder, a FIFO or a device. SQLite
+    opens them following links: one placed in a shared folder would have runner's journal
+    written into a file that is not runner's."""
     real = Path(os.path.realpath(path))
-    for suffix in COMPANIONS:
-        companion = real.with_name(real.name + suffix)
-        try:
-            what = in_the_way(companion)
-        except OSError as exc:
-            raise state_error(exc, location) from None
+    try:
+        what = in_the_way(real)
         if what is not None:
-            raise StateUnusable(f"{location}: {companion} is {what}, where SQLite keeps the "
-                                "database's journal; remove it (runner never writes through "
-                                "it)")
+            raise StateUnusable(f"{location}: {what}, not a database file; name the state's "
+                                "file (the default is state/runner.sqlite)")
+        for suffix in COMPANIONS:
+            companion = real.with_name(real.name + suffix)
+            what = in_the_way(companion)
+            if what is not None:
+                raise StateUnusable(f"{location}: {companion} is {what}, where SQLite keeps "
+                                    "the database's journal; remove it (runner never writes "
+                                    "through it)")
+    except OSError as exc:
+        raise state_error(exc, location) from None
 
 
 def check_migrations(conn: sqlite3.Connection, migrations: Migrations, location: str) -> None:

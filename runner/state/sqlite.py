@@ -35,7 +35,7 @@ from runner.lifecycle import Call, Outcome, Reason, State, Step
 from runner.state.connector import Row, Tx
 from runner.state.files import private_file, private_folder
 from runner.state.opening import (
-    check_companions,
+    check_files,
     check_migrations,
     check_tables,
     state_error,
@@ -73,7 +73,7 @@ class SqliteConnector:
         try:
             if path is not None:
                 private_folder(path.parent)
-                check_companions(path, self.location)
+                check_files(path, self.location)
                 private_file(path)  # SQLite gives its WAL and shared-memory files its mode
             self.conn = sqlite3.connect(path or ":memory:", check_same_thread=False,
                                         isolation_level=None, timeout=LOCK_WAIT)
