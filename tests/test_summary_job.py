@@ -15,6 +15,7 @@ from runner.errors import JobErrors
 from runner.job import load_job
 from runner.summary import check_summary
 from runner.summary.mail import CA_FILE_LIMIT
+from runner.summary.render import TEMPLATE_LIMIT
 
 EMAIL = """\
 summary:
@@ -164,3 +165,13 @@ def test_a_ca_bundle_whose_comments_are_not_ascii_is_trusted(tmp_path: Path) -> 
     write(Path("."), REMITTANCE + EMAIL.format(
         smtp="{host: mail.example.com, ca_file: corp-ca.pem}"))
     check_summary(load_job("job.yaml", {}))
+
+
+def test_a_summary_template_larger_than_any_is_refused_unread() -> None:
+    Path("summary.html.j2").write_text("{# " + "x" * TEMPLATE_LIMIT + " #}\n")
+    section = EMAIL.format(smtp="{host: localhost}").replace(
+        "summary:\n", "summary:\n  template: summary.html.j2\n")
+    assert problems(section) == [
+        "job.yaml:21: summary.template: the summary template failed: TemplateError: "
+        "summary.html.j2: larger than 1 MiB; a summary template is a few KB"]
+

@@ -12,6 +12,7 @@ so an HTML part a template includes is escaped too; no value is ever marked safe
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,21 +41,27 @@ from runner.summary.mail import authorities
 from runner.summary.model import Summary
 
 BUILT_IN_TEXT, BUILT_IN_HTML = "runner/summary.txt.j2", "runner/summary.html.j2"
+TEMPLATE_LIMIT = 1 << 20  # bytes of a job's summary template, at most
 
 
 class _RegularFiles(FileSystemLoader):
     """The job's template folder, its templates read only when they are regular files
-    (``runner.job.sources``): a template linked to ``/proc/self/environ`` would put the
-    process's credentials in every summary, and a FIFO would never end."""
+    (``runner.job.sources``) of at most TEMPLATE_LIMIT bytes: a template linked to
+    ``/proc/self/environ`` would put the process's credentials in every summary, a FIFO
+    would never end, and one linked to a large log would be read whole."""
 
     def get_source(self, environment: Any, template: str) -> tuple[str, str, Any]:
         for folder in self.searchpath:
             path = Path(folder, *split_template_path(template))
             if path.exists():
                 try:
-                    open_regular(path).close()
+                    with open_regular(path) as file:
+                        size = os.fstat(file.fileno()).st_size
                 except FileUnreadable as exc:
                     raise TemplateError(f"{template}: {exc}") from None
+                if size > TEMPLATE_LIMIT:
+                    raise TemplateError(f"{template}: larger than {TEMPLATE_LIMIT >> 20} MiB; "
+                                        "a summary template is a few KB")
         return super().get_source(environment, template)
 
 
