@@ -133,9 +133,9 @@ def write(path: Path, run: RunMetrics) -> None:
 
 def _previous_text(path: Path) -> str:
     """What the file at ``path`` holds, read as a job's files are (``open_regular``: a FIFO
-    would keep the command from ever ending, a device from reading less than all of it); ""
-    when there is none, or it is not a regular file of runner's size and text (it is then
-    not replaced either: ``replacing`` says why)."""
+    would keep the command from ever ending, and a device may never end); "" when there is
+    none, or it is not a regular file of runner's size and text (then it is not replaced
+    either: ``replacing`` says why)."""
     try:
         with open_regular(path) as file:
             data = file.read(PREVIOUS_LIMIT + 1)
