@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from pathlib import Path
+from typing import cast
 
 import pytest
 from click.testing import CliRunner, Result
@@ -17,7 +19,9 @@ from conftest import KEY, SECRET, Admin, Api, body
 from job_files import REMITTANCE, replace, write
 
 from runner.cli import main
+from runner.provider import Provider
 from runner.sandbox import RunningSandbox
+from runner.validation.catalogue import Catalogue
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -210,6 +214,28 @@ def test_the_reads_of_the_items_ahead_go_out_together(
     seen = admin.requests()
     assert seen["counts"] == {"GET": 8, "GET discovery": 7, "GET balances": 1}
     assert seen["peak_in_flight"] >= 2
+
+
+def test_a_read_waiting_for_another_holds_no_reading_thread() -> None:
+    # Two reading threads; each payer's rates are read once the payer is found. Both payers
+    # are read at once: the first payer's rates, waiting for it, do not hold the thread the
+    # second payer is read on (each payer's read waits here until both have started).
+    both = threading.Barrier(2, timeout=60)
+
+    def payer(n: int) -> dict[str, int]:
+        both.wait()
+        return {"id": n}
+
+    catalogue = Catalogue(cast(Provider, None), workers=2)
+    try:
+        for n in (1, 2, 3):
+            catalogue.want(("payer", n), lambda n=n: payer(n) if n < 3 else None)
+            catalogue.want(("rates", n), lambda n=n: {"payer": n}, after=("payer", n))
+        assert [catalogue.once(("rates", n), lambda: "read again") for n in (1, 2, 3)] \
+            == [{"payer": 1}, {"payer": 2}, None]
+    finally:
+        both.abort()
+        catalogue.close()
 
 
 def test_json_format(sandbox: RunningSandbox, admin: Admin) -> None:

@@ -24,10 +24,6 @@ Key = tuple[str, Any]
 Read = tuple[Key, Callable[[], Any]]
 
 
-def _answer(found: Any) -> Any:
-    return found.result() if isinstance(found, Future) else found
-
-
 def _read(fetch: Callable[[], Any]) -> Any:
     try:
         return READS.call(fetch, idempotent=True)
@@ -54,18 +50,37 @@ class Catalogue:
 
     def want(self, key: Key, fetch: Callable[[], Any], after: Key | None = None) -> None:
         """Start reading ``key`` unless it is read or being read already; with ``after``
-        (a key wanted earlier), only once that read has found something."""
+        (a key wanted earlier), only once that read has found something, and without
+        holding a reading thread while it waits."""
         if key in self._cache:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="catalogue")
-        if after is not None:
-            first = self._cache[after]
-            # Safe in the pool: ``after`` was submitted first, so it runs first.
-            self._cache[key] = self._pool.submit(
-                lambda: None if _answer(first) is None else _read(fetch))
-        else:
+        if after is None:
             self._cache[key] = self._pool.submit(_read, fetch)
+            return
+        first, pool = self._cache[after], self._pool
+        if not isinstance(first, Future):  # read already
+            self._cache[key] = None if first is None else pool.submit(_read, fetch)
+            return
+        then: Future[Any] = Future()
+
+        def read() -> None:
+            try:
+                then.set_result(_read(fetch))
+            except BaseException as exc:  # noqa: BLE001 - ``once`` raises it where it waits
+                then.set_exception(exc)
+
+        def start(done: Future[Any]) -> None:
+            if done.cancelled() or done.exception() is not None or done.result() is None:
+                then.set_result(None)  # ``once`` of ``after`` says what went wrong
+                return
+            try:
+                pool.submit(read)
+            except RuntimeError:  # the catalogue was closed meanwhile: nobody waits for it
+                then.cancel()
+        first.add_done_callback(start)
+        self._cache[key] = then
 
     def once(self, key: Key, fetch: Callable[[], Any]) -> Any:
         """``fetch()`` the first time ``key`` is asked (or the answer of the read ``want``
