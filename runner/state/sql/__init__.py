@@ -87,7 +87,7 @@ def _rendered(dialect: Dialect, name: str, changes: tuple[str, ...], table: str,
         sets.append(f"state = {lifecycle.backfill(**moved)}")
     slots = {
         "{changes}": ", ".join(sets),
-        "{moved}": f"state = {lifecycle.backfill()}",
+        "{moved}": lifecycle.backfill(),
         "{item_columns}": ", ".join(COLUMNS),
         "{item_marks}": ", ".join([mark] * len(COLUMNS)),
         "{table}": table,

@@ -6,7 +6,7 @@
 -- one round trip. Slots in braces are filled from runner's own names, never from input:
 -- {changes}, the columns a change sets ("column = %(set_column)s", one per column, and,
 -- when the item moves, its state and due time: runner.lifecycle.backfill and due);
--- {moved}, an item's state and due time read from its columns; {item_columns}, every
+-- {moved}, an item's state read from its columns; {item_columns}, every
 -- column of an item; {table} and {columns} of `runner state copy`.
 -- When an item is due counts on the database's clock: one clock for every host; a worker's
 -- heartbeat on its host's (kept in step by NTP).
@@ -306,8 +306,9 @@ DELETE FROM job_rest WHERE job_name = %(job_name)s;
 -- was paid (rows that stay as they were are not touched: their updated_at tells a run of
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
--- duplicate, held with why (not once final, nor in doubt); the state of every item the plan
--- wrote, and when it is due, read from its columns.
+-- duplicate, held with why (not once final, nor in doubt); then, in one pass over the job's
+-- items, the state of every item the plan wrote, read from its columns, and when each item
+-- is due.
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
                    outcome, error_code, error_message, created_at, updated_at)
 SELECT external_id, job_name, %(kind)s, row, fingerprint, summary, payee, content,
@@ -353,16 +354,18 @@ FROM plan_items
 WHERE plan_items.job_name = %(job_name)s AND plan_items.action IN ('held', 'duplicate')
   AND items.external_id = plan_items.external_id AND items.step <> 'final'
   AND items.intent IS NULL;
-UPDATE items SET {moved}
-WHERE job_name = %(job_name)s AND updated_at = %(stamp)s;
-UPDATE items SET due_at = CASE
-    WHEN state <> ALL(%(claimable)s) THEN NULL
-    WHEN intent IS NOT NULL THEN {now} - 1
-    WHEN state = 'polling' OR external_id IN (
+UPDATE items SET state = next.state, due_at = CASE
+    WHEN next.state <> ALL(%(claimable)s) THEN NULL
+    WHEN items.intent IS NOT NULL THEN {now} - 1
+    WHEN next.state = 'polling' OR items.external_id IN (
         SELECT external_id FROM plan_items
         WHERE job_name = %(job_name)s AND action = ANY(%(to_pay)s))
     THEN {now} END
-WHERE job_name = %(job_name)s AND (due_at IS NOT NULL OR state = ANY(%(claimable)s));
+FROM (SELECT external_id, CASE WHEN updated_at = %(stamp)s THEN {moved} ELSE state END AS state
+      FROM items WHERE job_name = %(job_name)s) AS next
+WHERE items.external_id = next.external_id
+  AND (items.updated_at = %(stamp)s OR items.due_at IS NOT NULL
+       OR next.state = ANY(%(claimable)s));
 
 -- staged --
 SELECT * FROM plan_items

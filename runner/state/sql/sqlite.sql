@@ -4,8 +4,8 @@
 -- several statements is one change: they run in order in one transaction. Slots in braces
 -- are filled from runner's own names, never from input: {changes}, the columns a change
 -- sets ("column = :set_column", one per column, and, when the item moves, its state and
--- due time: runner.lifecycle.backfill and due); {moved}, an item's state and due time read
--- from its columns; {item_columns} and {item_marks}, every column of an item; {table},
+-- due time: runner.lifecycle.backfill and due); {moved}, an item's state read from its
+-- columns; {item_columns} and {item_marks}, every column of an item; {table},
 -- {columns} and {marks} of `runner state copy`.
 -- The PostgreSQL twin of each is in postgresql.sql, under the same name.
 
@@ -329,17 +329,18 @@ FROM plan_items
 WHERE plan_items.job_name = :job_name AND plan_items.action IN ('held', 'duplicate')
   AND items.external_id = plan_items.external_id AND items.step <> 'final'
   AND items.intent IS NULL;
-UPDATE items SET {moved}
-WHERE job_name = :job_name AND updated_at = :stamp;
-UPDATE items SET due_at = CASE
-    WHEN state NOT IN (SELECT value FROM json_each(:claimable)) THEN NULL
-    WHEN intent IS NOT NULL THEN {now} - 1
-    WHEN state = 'polling' OR external_id IN (
+UPDATE items SET state = next.state, due_at = CASE
+    WHEN next.state NOT IN (SELECT value FROM json_each(:claimable)) THEN NULL
+    WHEN items.intent IS NOT NULL THEN {now} - 1
+    WHEN next.state = 'polling' OR items.external_id IN (
         SELECT external_id FROM plan_items
         WHERE job_name = :job_name AND action IN (SELECT value FROM json_each(:to_pay)))
     THEN {now} END
-WHERE job_name = :job_name
-  AND (due_at IS NOT NULL OR state IN (SELECT value FROM json_each(:claimable)));
+FROM (SELECT external_id, CASE WHEN updated_at = :stamp THEN {moved} ELSE state END AS state
+      FROM items WHERE job_name = :job_name) AS next
+WHERE items.external_id = next.external_id
+  AND (items.updated_at = :stamp OR items.due_at IS NOT NULL
+       OR next.state IN (SELECT value FROM json_each(:claimable)));
 
 -- staged --
 SELECT * FROM plan_items
