@@ -31,7 +31,7 @@ LARGEST = 2000  # items in a window at most
 FIRST_PER_WORKER = 8
 FIRST_LEAST = 64  # a small batch goes in one window
 GROWTH = 4
-SHARED_PER_WORKER = 64  # items in a window at most, per worker, when processes share a job
+SHARED_PER_WORKER = 128  # items in a window at most, per worker, when processes share a job
 SAFETY = 0.5  # of a quotation's life, at most, from its window's start to its confirm
 
 
