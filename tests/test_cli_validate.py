@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -219,19 +220,26 @@ def test_the_reads_of_the_items_ahead_go_out_together(
 def test_a_read_waiting_for_another_holds_no_reading_thread() -> None:
     # Two reading threads; each payer's rates are read once the payer is found. Both payers
     # are read at once: the first payer's rates, waiting for it, do not hold the thread the
-    # second payer is read on (each payer's read waits here until both have started).
+    # second payer is read on (each payer's read waits here until both have started). Payer
+    # 3 is not found: its rates are not read.
     both = threading.Barrier(2, timeout=60)
 
-    def payer(n: int) -> dict[str, int]:
+    def payer(n: int) -> dict[str, int] | None:
+        if n == 3:
+            return None
         both.wait()
         return {"id": n}
+
+    def rates(n: int) -> dict[str, int]:
+        assert n != 3
+        return {"payer": n}
 
     catalogue = Catalogue(cast(Provider, None), workers=2)
     try:
         for n in (1, 2, 3):
-            catalogue.want(("payer", n), lambda n=n: payer(n) if n < 3 else None)
-            catalogue.want(("rates", n), lambda n=n: {"payer": n}, after=("payer", n))
-        assert [catalogue.once(("rates", n), lambda: "read again") for n in (1, 2, 3)] \
+            catalogue.want(("payer", n), partial(payer, n))
+            catalogue.want(("rates", n), partial(rates, n), after=("payer", n))
+        assert [catalogue.once(("rates", n), partial(rates, 0)) for n in (1, 2, 3)] \
             == [{"payer": 1}, {"payer": 2}, None]
     finally:
         both.abort()

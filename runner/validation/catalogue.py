@@ -72,8 +72,10 @@ class Catalogue:
                 then.set_exception(exc)
 
         def start(done: Future[Any]) -> None:
+            # Nothing to read for: ``after`` found nothing, or its read failed (``once`` of
+            # ``after`` raises that failure).
             if done.cancelled() or done.exception() is not None or done.result() is None:
-                then.set_result(None)  # ``once`` of ``after`` says what went wrong
+                then.set_result(None)
                 return
             try:
                 pool.submit(read)
