@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.errors import FileUnreadable
 from runner.exit_codes import ExitCode
-from runner.job.sources import open_regular
+from runner.job.sources import read_regular
 from runner.state.files import replacing
 from runner.summary.tally import STATES
 from runner.summary.totals import CurrencyTotal
@@ -137,13 +137,6 @@ def _previous_text(path: Path) -> str:
     none, or it is not a regular file of runner's size and text (then it is not replaced
     either: ``replacing`` says why)."""
     try:
-        with open_regular(path) as file:
-            data = file.read(PREVIOUS_LIMIT + 1)
-    except FileUnreadable:
-        return ""
-    if len(data) > PREVIOUS_LIMIT:
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return read_regular(path, PREVIOUS_LIMIT, "larger than runner writes").decode("utf-8")
+    except (FileUnreadable, UnicodeDecodeError):
         return ""

@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 from runner.errors import FileUnreadable, JobError, SigningError
-from runner.job.sources import open_regular
+from runner.job.sources import read_regular
 
 MAGIC = b"SSHSIG"
 ARMOR = ("-----BEGIN SSH SIGNATURE-----", "-----END SSH SIGNATURE-----")
@@ -102,15 +102,12 @@ def load_signing_key(path: Path, passphrase: Callable[[], str | None]) -> Signin
     """The private key in ``path`` (OpenSSH's format or PEM); ``passphrase`` is asked only
     for a protected key. SigningError when it cannot sign (unreadable, a public key, a wrong
     passphrase, a type not read here)."""
-    try:
-        with open_regular(path) as file:  # never a FIFO, a device or /proc/self/environ
-            data = file.read(KEY_FILE_LIMIT + 1)
+    try:  # never a FIFO, a device or /proc/self/environ
+        data = read_regular(path, KEY_FILE_LIMIT, f"larger than {KEY_FILE_LIMIT >> 10} KiB, "
+                                                  "which no private key is")
     except (OSError, FileUnreadable) as exc:
         raise SigningError(f"{path}: cannot read the key: "
                            f"{getattr(exc, 'strerror', None) or exc}") from None
-    if len(data) > KEY_FILE_LIMIT:
-        raise SigningError(f"{path}: cannot read the key: larger than "
-                           f"{KEY_FILE_LIMIT >> 10} KiB, which no private key is")
     if data.startswith((b"ssh-", b"ecdsa-", b"sk-")):
         raise SigningError(f"{path} is a public key; give its private key file (the one "
                            f"without .pub)")
@@ -255,12 +252,10 @@ def read_allowed_signers(path: Path) -> list[AllowedSigner]:
     """Every key of the allowed-signers file ``path``; a JobError naming the line for one
     that cannot be read (a trust list is read whole or not at all)."""
     try:
-        with open_regular(path) as file:  # never a FIFO, a device or /proc/self/environ
-            data = file.read(SIGNERS_FILE_LIMIT + 1)
-        if len(data) > SIGNERS_FILE_LIMIT:
-            raise FileUnreadable(f"larger than {SIGNERS_FILE_LIMIT >> 20} MiB (thousands of "
-                                 "keys fit in less)")
-        text = data.decode("utf-8")
+        # Never a FIFO, a device or /proc/self/environ.
+        text = read_regular(path, SIGNERS_FILE_LIMIT, f"larger than {SIGNERS_FILE_LIMIT >> 20} "
+                                                      "MiB (thousands of keys fit in less)"
+                            ).decode("utf-8")
     except (OSError, UnicodeDecodeError, FileUnreadable) as exc:
         raise JobError(str(path), None, None, f"cannot read the approvers' keys: "
                        f"{getattr(exc, 'strerror', None) or exc}") from None

@@ -38,7 +38,7 @@ from runner.job.model import Job, Run
 from runner.job.problems import explain, suggestion
 from runner.job.rows import InlineRows, RowsFile, RowSource, RowValues
 from runner.job.seen import Seen
-from runner.job.sources import open_regular, rows_file_problem
+from runner.job.sources import read_regular, rows_file_problem
 from runner.job.strict_json import LONE_SURROGATE
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
@@ -167,26 +167,21 @@ def approval_rules(path: Path) -> Run:
 
 
 def _read_job_file(file: str) -> bytes:
-    """The job file's bytes: a regular file (``sources.open_regular``: a FIFO or a device
+    """The job file's bytes: a regular file (``sources.read_regular``: a FIFO or a device
     would never end), and no larger than ``JOB_FILE_BYTES_MAX``."""
     def refused(message: str) -> JobErrors:
         return JobErrors([JobError(file, None, None, message)])
 
     try:
-        opened = open_regular(Path(file))
+        return read_regular(Path(file), JOB_FILE_BYTES_MAX,
+                            f"larger than {JOB_FILE_BYTES_MAX:,} bytes; put rows in a CSV or "
+                            "JSON Lines file (items.from)")
     except FileUnreadable as exc:
         raise refused("no such job file" if str(exc) == "no such file" else str(exc)) from None
     except ValueError as exc:  # a NUL in the path
         raise refused(f"cannot read: {exc}") from None
-    with opened as stream:
-        try:
-            raw = stream.read(JOB_FILE_BYTES_MAX + 1)
-        except OSError as exc:
-            raise refused(f"cannot read: {exc.strerror}") from None
-    if len(raw) > JOB_FILE_BYTES_MAX:
-        raise refused(f"larger than {JOB_FILE_BYTES_MAX:,} bytes; put rows in a CSV or JSON "
-                      "Lines file (items.from)")
-    return raw
+    except OSError as exc:
+        raise refused(f"cannot read: {exc.strerror}") from None
 
 
 def iter_items(job: Job, duplicates: bool = True,

@@ -48,6 +48,16 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(descriptor, "rb")
 
 
+def read_regular(path: Path, limit: int, too_large: str) -> bytes:
+    """The bytes of the file at ``path``, opened by ``open_regular``, and ``limit`` bytes at
+    most: FileUnreadable(``too_large``) when it holds more (it is not read further)."""
+    with open_regular(path) as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise FileUnreadable(too_large)
+    return data
+
+
 def rows_file_problem(path: Path, root: Path, named: str = "") -> str | None:
     """Why the rows file ``path`` may not be read, for a job whose rows files are under
     ``root`` (``named`` so in messages; by default its path): ``PATH: why``; None when it

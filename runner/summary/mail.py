@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runner.errors import EmailNotSent, FileUnreadable
 from runner.job.model import Email, Smtp
-from runner.job.sources import open_regular
+from runner.job.sources import read_regular
 from runner.logs import event
 from runner.summary.model import Summary
 
@@ -120,11 +120,8 @@ def authorities(path: Path) -> ssl.SSLContext:
     and them only. The file is read as a job's files are (``open_regular``: never a FIFO, a
     device or ``/proc/self/environ``), CA_FILE_LIMIT bytes at most; FileUnreadable says why
     it cannot be used, never quoting what is in it."""
-    with open_regular(path) as file:
-        data = file.read(CA_FILE_LIMIT + 1)
-    if len(data) > CA_FILE_LIMIT:
-        raise FileUnreadable(f"larger than {CA_FILE_LIMIT >> 20} MiB; a CA file holds the "
-                             "certificates of a few authorities")
+    data = read_regular(path, CA_FILE_LIMIT, f"larger than {CA_FILE_LIMIT >> 20} MiB; a CA "
+                                             "file holds the certificates of a few authorities")
     # PEM is ASCII; some bundles name their authorities in comments that are not.
     text = data.decode("ascii", "ignore")
     if text.strip():  # (an empty cadata would be none: the system's authorities)
