@@ -170,8 +170,37 @@ def test_the_last_windows_are_shared_among_the_live_workers(where: Path | str) -
             wb.started(b.start_run(JOB, "job.yaml"))
             names = [(a, wa.name), (b, wb.name)]
         windows = [len(s.claim(JOB, name, 32, 60)) for s, name in names * 2]
-    # 40 due for two workers: a share of 20 (in steps of 8: 24), then 8 of 16, then 8.
-    assert windows == ([24, 8, 8, 0] if a.shared else [32, 8, 0, 0])
+    # 40 due for two workers: a share of 20 (in steps of 8: 24), then the 16 left (a share of
+    # the 40 not started: 20), then none.
+    assert windows == ([24, 16, 0, 0] if a.shared else [32, 8, 0, 0])
+
+
+def test_workers_claiming_one_after_another_take_windows_of_one_size(
+        where: Path | str) -> None:
+    """Workers that end their windows together claim one after the other: each takes its
+    share of what is left to start (due, or claimed by another and not started), so their
+    windows are of one size and they end together. An item another worker started is not
+    counted."""
+    with contextlib.ExitStack() as stack:
+        stores = [stack.enter_context(open_state(where)) for _ in range(3)]
+        if not stores[0].shared:
+            pytest.skip("SQLite lets one run at a time work a job")
+        plan(stores[0], 72)
+        names = []
+        for store in stores:
+            worker = stack.enter_context(store.join(JOB))
+            worker.started(store.start_run(JOB, "job.yaml"))
+            names.append(worker.name)
+        (a, b, c), (na, nb, nc) = stores, names
+        # 72 to start, for three: 24 each (not 24, then a third of 48, then of 32: 16, 16).
+        first = [a.claim(JOB, na, 32, 60), b.claim(JOB, nb, 32, 60), c.claim(JOB, nc, 32, 60)]
+        assert [len(w) for w in first] == [24, 24, 24]
+        for r in first[0]:  # the first worker starts its window: its items are not waiting
+            a.update_item(r.external_id, step="quoted")
+        b.give_up(JOB, nb)
+        c.give_up(JOB, nc)
+        # 48 to start: a third of them, in steps of 8 (with the 24 started: 24).
+        assert len(b.claim(JOB, nb, 32, 60)) == 16
 
 
 def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:

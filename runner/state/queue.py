@@ -10,7 +10,8 @@ whose heartbeat went stale (it died) is free. PostgreSQL skips the rows another 
 claiming (``FOR UPDATE SKIP LOCKED``); SQLite has one writer. Once worked, an item is
 released: a polled one due again after a wait, the rest parked until the next plan (so no
 item is worked twice in a round). With several live workers, a window near the end of
-what is due is a fair share of it (``_share``), so that they end together.
+what is due is a fair share of what is left to start (``_share``), so that they end
+together.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from runner.lifecycle import CLAIMABLE, TO_PAY
+from runner.lifecycle import CLAIMABLE, TO_PAY, Step
 from runner.state.connector import Connector, Row, Tx
 from runner.state.records import STAGED, ItemRecord, Staged, now_iso
 
@@ -68,22 +69,28 @@ class Queue:
         which = dict(job_name=job_name, alive=alive, until=until, claimable=list(CLAIMABLE))
 
         def work(tx: Tx) -> list[Row]:
-            share = self._share(tx, which, size)
+            share = self._share(tx, which, worker, size)
             return tx.write(self.sql("claim"), **which, worker=worker, size=share)
         rows = self.db.transaction(work)
         return sorted((ItemRecord.from_row(r) for r in rows), key=lambda r: r.row)
 
-    def _share(self, tx: Tx, which: dict[str, Any], size: int) -> int:
-        """Near the end of what is due, a window is a fair share of it: one live worker's
-        part (rounded up to ``SHARE_STEP``), when that is less than ``size``. The windows
-        shrink as the work ends, and the workers end it together instead of one working
-        alone through a last large window (guided self-scheduling)."""
+    def _share(self, tx: Tx, which: dict[str, Any], worker: str, size: int) -> int:
+        """Near the end of what is due, a window is a fair share of what is left to start:
+        one live worker's part (rounded up to ``SHARE_STEP``), when that is less than
+        ``size``. What is left to start is what is due and what the other live workers
+        claimed and have sent nothing for yet: workers that end their windows together and
+        claim one after the other take windows of one size, not each a share of what the
+        one before left. The windows shrink as the work ends, and the workers end it
+        together instead of one working alone through a last large window (guided
+        self-scheduling)."""
         live = int(tx.read(self.sql("live_workers"), job_name=which["job_name"],
                            alive=which["alive"])[0]["n"])
         if live <= 1 or size <= SHARE_STEP:
             return size
         left = int(tx.read(self.sql("count_due"), **which, size=size * live)[0]["n"])
-        share = -(-left // live)
+        waiting = int(tx.read(self.sql("count_waiting"), job_name=which["job_name"],
+                              alive=which["alive"], worker=worker, fresh=Step.NEW)[0]["n"])
+        share = -(-(left + waiting) // live)
         return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
 
     def release(self, job_name: str, worker: str, worked: Sequence[str],

@@ -342,8 +342,9 @@ class StateStore:
         worker holds is free once that worker's heartbeat is ``stale`` seconds old (it
         died: its calls in doubt are looked up first, rule 3). The earliest due first:
         calls in doubt, then what the plan pays, then what is polled. With several live
-        workers, fewer than ``size`` near the end of what is due: a fair share of it, so
-        that they end together."""
+        workers, fewer than ``size`` near the end of what is due: a fair share of what is
+        left to start (due, or claimed by another live worker and not started), so that
+        they end together."""
         return self._queue.claim(job_name, worker, size, stale, until)
 
     def release(self, job_name: str, worker: str, worked: Sequence[str],

@@ -410,6 +410,15 @@ SELECT count(*) AS n FROM (
             WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s))
     LIMIT %(size)s) AS due;
 
+-- count_waiting --
+-- How many of the job's items the other live workers claimed and have sent nothing for yet
+-- (at their first step, no call in doubt): work in hand that no window has started.
+SELECT count(*) AS n FROM items
+WHERE job_name = %(job_name)s AND step = %(fresh)s AND intent IS NULL
+  AND claimed_by <> %(worker)s AND claimed_by IN (
+        SELECT worker_id FROM workers
+        WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s);
+
 -- live_workers --
 SELECT count(*) AS n FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s;
 
