@@ -307,19 +307,23 @@ DELETE FROM job_rest WHERE job_name = %(job_name)s;
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
 -- duplicate, held with why (not once final, nor in doubt); then, in one pass over the job's
--- items, the state of every item the plan wrote, read from its columns, and when each item
--- is due.
+-- items, the state of every other item the plan wrote, read from its columns, and when each
+-- item is due (a new item is inserted with both: due now when the plan pays it).
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
-                   outcome, error_code, error_message, created_at, updated_at)
-SELECT external_id, job_name, %(kind)s, row, fingerprint, summary, payee, content,
-       CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END,
+                   outcome, error_code, error_message, created_at, updated_at, state, due_at)
+SELECT external_id, job_name, %(kind)s, row, fingerprint, summary, payee, content, outcome,
        CASE action WHEN 'held' THEN 'payee' WHEN 'duplicate' THEN 'duplicate' END,
-       CASE WHEN action IN ('held', 'duplicate') THEN why END,
-       %(stamp)s, %(stamp)s
-FROM plan_items
-WHERE job_name = %(job_name)s
-  AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
-        SELECT 1 FROM items WHERE items.external_id = plan_items.external_id)))
+       CASE WHEN outcome = 'held' THEN why END, %(stamp)s, %(stamp)s, {moved},
+       CASE WHEN {moved} = ANY(%(claimable)s)
+                 AND action = ANY(%(to_pay)s) THEN {now} END
+FROM (SELECT external_id, job_name, row, fingerprint, summary, payee, content, action, why,
+             'new' AS step, NULL AS intent,
+             CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END AS outcome
+      FROM plan_items
+      WHERE job_name = %(job_name)s
+        AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
+              SELECT 1 FROM items WHERE items.external_id = plan_items.external_id))))
+     AS inserted
 ORDER BY row;
 UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row,
        content = plan_items.content, updated_at = %(stamp)s
@@ -363,7 +367,7 @@ UPDATE items SET state = next.state, due_at = CASE
     THEN {now} END
 FROM (SELECT external_id, CASE WHEN updated_at = %(stamp)s THEN {moved} ELSE state END AS state
       FROM items WHERE job_name = %(job_name)s) AS next
-WHERE items.external_id = next.external_id
+WHERE items.external_id = next.external_id AND items.created_at IS DISTINCT FROM %(stamp)s
   AND (items.updated_at = %(stamp)s OR items.due_at IS NOT NULL
        OR next.state = ANY(%(claimable)s));
 

@@ -282,20 +282,25 @@ DELETE FROM job_rest WHERE job_name = :job_name;
 -- was paid (rows that stay as they were are not touched: their updated_at tells a run of
 -- unchanged inputs that nothing moved); the payee checks' findings; an item held before
 -- that the plan pays now pending again; an item held by its check, or as a possible
--- duplicate, held with why (not once final, nor in doubt); the state of every item the plan
--- wrote, read from its columns; and the queue: due now what the plan pays and what is
--- polling, a call in doubt before them (looked up first, rule 3), nothing else.
+-- duplicate, held with why (not once final, nor in doubt); the state of every other item the
+-- plan wrote, read from its columns (a new item is inserted with its state and when it is
+-- due); and the queue: due now what the plan pays and what is polling, a call in doubt before
+-- them (looked up first, rule 3), nothing else.
 INSERT INTO items (external_id, job_name, kind, row, fingerprint, summary, payee, content,
-                   outcome, error_code, error_message, created_at, updated_at)
-SELECT external_id, job_name, :kind, row, fingerprint, summary, payee, content,
-       CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END,
+                   outcome, error_code, error_message, created_at, updated_at, state, due_at)
+SELECT external_id, job_name, :kind, row, fingerprint, summary, payee, content, outcome,
        CASE action WHEN 'held' THEN 'payee' WHEN 'duplicate' THEN 'duplicate' END,
-       CASE WHEN action IN ('held', 'duplicate') THEN why END,
-       :stamp, :stamp
-FROM plan_items
-WHERE job_name = :job_name
-  AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
-        SELECT 1 FROM items WHERE items.external_id = plan_items.external_id)))
+       CASE WHEN outcome = 'held' THEN why END, :stamp, :stamp, {moved},
+       CASE WHEN {moved} IN (SELECT value FROM json_each(:claimable))
+                 AND action IN (SELECT value FROM json_each(:to_pay)) THEN {now} END
+FROM (SELECT external_id, job_name, row, fingerprint, summary, payee, content, action, why,
+             'new' AS step, NULL AS intent,
+             CASE WHEN action IN ('held', 'duplicate') THEN 'held' ELSE 'pending' END AS outcome
+      FROM plan_items
+      WHERE job_name = :job_name
+        AND (action = 'new' OR (action IN ('held', 'duplicate') AND NOT EXISTS (
+              SELECT 1 FROM items WHERE items.external_id = plan_items.external_id))))
+     AS inserted
 ORDER BY row;
 UPDATE items SET fingerprint = plan_items.fingerprint, row = plan_items.row,
        content = plan_items.content, updated_at = :stamp
@@ -338,7 +343,7 @@ UPDATE items SET state = next.state, due_at = CASE
     THEN {now} END
 FROM (SELECT external_id, CASE WHEN updated_at = :stamp THEN {moved} ELSE state END AS state
       FROM items WHERE job_name = :job_name) AS next
-WHERE items.external_id = next.external_id
+WHERE items.external_id = next.external_id AND items.created_at IS NOT :stamp
   AND (items.updated_at = :stamp OR items.due_at IS NOT NULL
        OR next.state IN (SELECT value FROM json_each(:claimable)));
 
