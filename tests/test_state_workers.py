@@ -203,6 +203,40 @@ def test_workers_claiming_one_after_another_take_windows_of_one_size(
         assert len(b.claim(JOB, nb, 32, 60)) == 16
 
 
+def test_workers_claiming_at_once_each_take_their_share(where: Path | str) -> None:
+    """Four workers claim at the same moment, round after round: what is left to start is
+    read in one snapshot, so none counts an item twice (due before another's claim
+    committed, claimed by it after) and takes more than its share, leaving another less."""
+    with contextlib.ExitStack() as stack:
+        stores = [stack.enter_context(open_state(where)) for _ in range(4)]
+        if not stores[0].shared:
+            pytest.skip("SQLite lets one run at a time work a job")
+        names = []
+        for store in stores:
+            worker = stack.enter_context(store.join(JOB))
+            worker.started(store.start_run(JOB, "job.yaml"))
+            names.append(worker.name)
+        for round_ in range(40):
+            plan(stores[0], 96, first=round_ * 96)
+            together = threading.Barrier(4)
+            windows: dict[str, int] = {}
+
+            def claim(store: StateStore, name: str) -> None:
+                together.wait(timeout=30)
+                windows[name] = len(store.claim(JOB, name, 64, 60))
+            threads = [threading.Thread(target=claim, args=pair)
+                       for pair in zip(stores, names, strict=True)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+            assert sorted(windows.values()) == [24, 24, 24, 24], f"round {round_}"
+            for store, name in zip(stores, names, strict=True):
+                store.give_up(JOB, name)
+            for i in range(round_ * 96, round_ * 96 + 96):  # this round's, out of the way
+                stores[0].update_item(f"e{i}", step="final", outcome="settled")
+
+
 def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:
     staged = [Staged("e1", 1, "new", "e1", "f1", False, '{"to": "Ada"}', "EUR",
                      Decimal("10.25"), ""),

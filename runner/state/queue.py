@@ -87,10 +87,9 @@ class Queue:
                            alive=which["alive"])[0]["n"])
         if live <= 1 or size <= SHARE_STEP:
             return size
-        left = int(tx.read(self.sql("count_due"), **which, size=size * live)[0]["n"])
-        waiting = int(tx.read(self.sql("count_waiting"), job_name=which["job_name"],
-                              alive=which["alive"], worker=worker, fresh=Step.NEW)[0]["n"])
-        share = -(-(left + waiting) // live)
+        left = tx.read(self.sql("to_start"), **which, size=size * live, worker=worker,
+                       fresh=Step.NEW)[0]
+        share = -(-(int(left["due"]) + int(left["waiting"])) // live)
         return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
 
     def release(self, job_name: str, worker: str, worked: Sequence[str],

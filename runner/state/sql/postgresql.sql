@@ -403,25 +403,25 @@ UPDATE items SET claimed_by = %(worker)s
 FROM due WHERE items.external_id = due.external_id
 RETURNING items.*;
 
--- count_due --
--- How many such items there are (size at most).
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM items
-    WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
-      AND state = ANY(%(claimable)s)
-      AND (claimed_by IS NULL OR claimed_by NOT IN (
-            SELECT worker_id FROM workers
-            WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s))
-    LIMIT %(size)s) AS due;
-
--- count_waiting --
--- How many of the job's items the other live workers claimed and have sent nothing for yet
--- (at their first step, no call in doubt): work in hand that no window has started.
-SELECT count(*) AS n FROM items
-WHERE job_name = %(job_name)s AND step = %(fresh)s AND intent IS NULL
-  AND claimed_by <> %(worker)s AND claimed_by IN (
-        SELECT worker_id FROM workers
-        WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s);
+-- to_start --
+-- What is left to start, read in one snapshot (two workers claiming at once must not count
+-- an item twice, once due and once claimed): how many such items are due (size at most),
+-- and how many the other live workers claimed and have sent nothing for yet (at their
+-- first step, no call in doubt).
+WITH live AS (
+    SELECT worker_id FROM workers
+    WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s
+)
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM items
+            WHERE job_name = %(job_name)s AND due_at <= least({now}, %(until)s)
+              AND state = ANY(%(claimable)s)
+              AND (claimed_by IS NULL OR claimed_by NOT IN (SELECT worker_id FROM live))
+            LIMIT %(size)s) AS due) AS due,
+       (SELECT count(*) FROM items
+        WHERE job_name = %(job_name)s AND step = %(fresh)s AND intent IS NULL
+          AND claimed_by <> %(worker)s AND claimed_by IN (SELECT worker_id FROM live))
+       AS waiting;
 
 -- live_workers --
 SELECT count(*) AS n FROM workers WHERE job_name = %(job_name)s AND heartbeat_at > %(alive)s;

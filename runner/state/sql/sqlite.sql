@@ -373,24 +373,25 @@ WHERE external_id IN (
     ORDER BY due_at, row LIMIT :size)
 RETURNING *;
 
--- count_due --
--- How many such items there are (:size at most).
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM items
-    WHERE job_name = :job_name AND due_at <= min({now}, :until)
-      AND state IN (SELECT value FROM json_each(:claimable))
-      AND (claimed_by IS NULL OR claimed_by NOT IN (
-            SELECT worker_id FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive))
-    LIMIT :size) AS due;
-
--- count_waiting --
--- How many of the job's items the other live workers claimed and have sent nothing for yet
--- (at their first step, no call in doubt): work in hand that no window has started.
-SELECT count(*) AS n FROM items
-WHERE job_name = :job_name AND step = :fresh AND intent IS NULL
-  AND claimed_by <> :worker AND claimed_by IN (
-        SELECT worker_id FROM workers
-        WHERE job_name = :job_name AND heartbeat_at > :alive);
+-- to_start --
+-- What is left to start, read in one snapshot (two workers claiming at once must not count
+-- an item twice, once due and once claimed): how many such items are due (size at most),
+-- and how many the other live workers claimed and have sent nothing for yet (at their
+-- first step, no call in doubt).
+WITH live AS (
+    SELECT worker_id FROM workers
+    WHERE job_name = :job_name AND heartbeat_at > :alive
+)
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM items
+            WHERE job_name = :job_name AND due_at <= min({now}, :until)
+              AND state IN (SELECT value FROM json_each(:claimable))
+              AND (claimed_by IS NULL OR claimed_by NOT IN (SELECT worker_id FROM live))
+            LIMIT :size) AS due) AS due,
+       (SELECT count(*) FROM items
+        WHERE job_name = :job_name AND step = :fresh AND intent IS NULL
+          AND claimed_by <> :worker AND claimed_by IN (SELECT worker_id FROM live))
+       AS waiting;
 
 -- live_workers --
 SELECT count(*) AS n FROM workers WHERE job_name = :job_name AND heartbeat_at > :alive;
