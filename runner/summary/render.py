@@ -137,15 +137,19 @@ def templates_of(job: Job) -> Templates:
 
 
 def check_summary(job: Job) -> Templates:
-    """The job's templates, tried on an empty summary before any money moves, and its CA
-    file: a template that is missing, does not parse or names an unknown value is a job
-    error (exit 2), not a surprise once the batch is paid."""
+    """The job's own templates (``summary.template``, its sibling, the mail's subject),
+    tried on an empty summary before any money moves, and its CA file: a template that is
+    missing, does not parse or names an unknown value is a job error (exit 2), not a
+    surprise once the batch is paid. The built-in templates are runner's own, tried by its
+    tests: they are compiled only by a summary that uses them (every worker of a batch
+    checks its job, and one writes the summary)."""
     templates = templates_of(job)
     empty = Summary(job.name, None, [], [], {})
     errors: list[JobError] = []
-    for render, where in ((templates.text_of, ("summary", "template")),
-                          (templates.html_of, ("summary", "template")),
-                          (templates.subject_of, ("summary", "email", "subject"))):
+    own = [(render, ("summary", "template")) for name, render in (
+        (templates.text, templates.text_of), (templates.html, templates.html_of))
+        if name not in (BUILT_IN_TEXT, BUILT_IN_HTML)]
+    for render, where in (*own, (templates.subject_of, ("summary", "email", "subject"))):
         try:
             render(empty)
         except SummaryError as exc:
