@@ -27,7 +27,6 @@ from runner.provider.onboarding import OnboardingClient
 from runner.provider.throttle import Throttle
 from runner.provider.transport import Urllib3Transport
 from runner.state.files import PRIVATE_FILE, private_file, private_folder
-from runner.state.opening import state_error
 
 Client = TypeVar("Client", bound=ProviderClient)
 
@@ -67,6 +66,7 @@ def connect(job: Job, state_dir: Path, pool: int = 10) -> Iterator[Provider]:
 
     require("sandbox", "base_url: sandbox (the embedded provider sandbox)")
     from runner.sandbox import SandboxConfig, start_in_thread
+    from runner.state.opening import state_error
 
     journal = state_dir / "sandbox.jsonl"
     try:  # what the provider was asked, names and all: for the owner's eyes only

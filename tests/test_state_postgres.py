@@ -10,10 +10,12 @@ from decimal import Decimal
 import psycopg
 import pytest
 from pg_support import Cluster
+from sqlite_utils import Database
 
 from runner.errors import BadStateLocation, StateMissing, StateUnavailable, StateUnusable
 from runner.state import ItemRecord, open_state, pg_schema, postgres
 from runner.state.opening import _known
+from runner.state.schema import TABLES
 from runner.state.sqlite_schema import migrations
 
 JOB = "pay-2026-11"
@@ -26,6 +28,24 @@ def test_both_backends_have_the_same_named_migrations_and_tables(pg_url: str) ->
     with psycopg.connect(pg_url) as conn:
         names = [r[0] for r in conn.execute(f"SELECT name FROM {pg_schema.TABLE}")]
     assert sorted(names) == sorted(pg_schema.MIGRATIONS)
+
+
+def test_each_backends_migrations_make_the_tables_a_database_is_checked_against(
+        pg_url: str) -> None:
+    with Database(memory=True) as db:  # SQLite's, applied in memory
+        migrations.apply(db)
+        sqlite = {name: {row[1] for row in db.conn.execute(f"PRAGMA table_info('{name}')")}
+                  for name in db.table_names() if name != "_sqlite_migrations"}
+    with open_state(pg_url):
+        pass
+    with psycopg.connect(pg_url) as conn:
+        made: dict[str, set[str]] = {}
+        for table, column in conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name <> %s",
+                [pg_schema.TABLE]):
+            made.setdefault(table, set()).add(column)
+    assert sqlite == made == {name: set(columns) for name, columns in TABLES.items()}
 
 
 def test_two_workers_starting_together_migrate_once(pg_url: str) -> None:

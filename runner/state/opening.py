@@ -17,8 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from sqlite_utils.migrations import Migrations
 
 from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state.files import in_the_way
+from runner.state.schema import refuse_missing
 
 _LOCKED = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _CANNOT_WRITE = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM,
@@ -75,22 +74,10 @@ def check_migrations(conn: sqlite3.Connection, migrations: Migrations, location:
                             "or a newer one")
 
 
-def check_tables(conn: sqlite3.Connection, migrations: Migrations, location: str) -> None:
-    """Refuse a database missing a table or a column that runner's migrations make."""
-    refuse_missing(_tables(conn), _expected(migrations), location)
-
-
-def refuse_missing(found: Mapping[str, AbstractSet[str]],
-                   expected: Mapping[str, AbstractSet[str]], location: str) -> None:
-    """StateUnusable when a table of ``expected`` or one of its columns is not ``found``."""
-    for table, columns in sorted(expected.items()):
-        if table not in found:
-            raise StateUnusable(f"{location}: the table {table!r} is missing; this is not a "
-                                "runner state database, or it was damaged")
-        missing = sorted(columns - found[table])
-        if missing:
-            raise StateUnusable(f"{location}: the table {table!r} has no column "
-                                f"{missing[0]!r}; it was damaged")
+def check_tables(conn: sqlite3.Connection, location: str) -> None:
+    """Refuse a database missing a table or a column that runner's migrations make
+    (``runner.state.schema.TABLES``)."""
+    refuse_missing(_tables(conn), location)
 
 
 @cache
@@ -98,14 +85,6 @@ def _known(migrations: Migrations) -> frozenset[str]:
     """The names of the migrations this runner has (all pending on an empty database)."""
     with Database(memory=True) as db:
         return frozenset(migration.name for migration in migrations.pending(db))
-
-
-@cache
-def _expected(migrations: Migrations) -> dict[str, frozenset[str]]:
-    """Tables and columns of a new database, as the migrations make it (in memory, once)."""
-    with Database(memory=True) as db:
-        migrations.apply(db)
-        return {name: frozenset(columns) for name, columns in _tables(db.conn).items()}
 
 
 def _tables(conn: sqlite3.Connection) -> dict[str, set[str]]:

@@ -4,10 +4,11 @@ the checks made before a database is used.
 ``runner.state.postgres`` opens the database and calls ``migrate``: the migrations not yet
 recorded in ``_runner_migrations`` are applied in one transaction, under an advisory lock, so
 that two workers starting together migrate once (the second waits, then finds nothing to
-do). Each migration has the name of its SQLite twin (``runner.state.sqlite_schema``) and makes the
-same tables and columns; a test holds the two lists equal. As with SQLite, a database that a
-newer runner migrated (a name unknown here) or one missing a table or a column is refused
-(``StateUnusable``, exit 74) before anything is sent.
+do). Each migration has the name of its SQLite twin (``runner.state.sqlite_schema``) and
+makes the same tables and columns (``runner.state.schema.TABLES``); a test holds the two
+lists and what each makes equal. As with SQLite, a database that a newer runner migrated (a
+name unknown here) or one missing a table or a column is refused (``StateUnusable``, exit
+74) before anything is sent.
 
 Types: SQLite's are kept where PostgreSQL has them (text, bigint, double precision). The
 provider's ids (``quotation_id``, ``transaction_id``) are numbers in one service and text in
@@ -21,9 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
-from runner.state.opening import _expected, refuse_missing
 from runner.state.records import now_iso
-from runner.state.sqlite_schema import (
+from runner.state.schema import (
     MIGRATION_0008,
     MIGRATION_0011,
     MIGRATION_0013,
@@ -31,8 +31,8 @@ from runner.state.sqlite_schema import (
     MIGRATION_0015,
     MIGRATION_0016,
     MIGRATION_0017,
+    refuse_missing,
 )
-from runner.state.sqlite_schema import migrations as sqlite_migrations
 
 TABLE = "_runner_migrations"
 SET = "runner"
@@ -163,11 +163,4 @@ def check_tables(query: Query, location: str) -> None:
                                "c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT "
                                "a.attisdropped", []):
         found.setdefault(table, set()).add(column)
-    refuse_missing(found, expected_tables(), location)
-
-
-def expected_tables() -> dict[str, frozenset[str]]:
-    """runner's tables and their columns, as the SQLite migrations make them (the record
-    of migrations is each backend's own)."""
-    return {name: columns for name, columns in _expected(sqlite_migrations).items()
-            if name != "_sqlite_migrations"}
+    refuse_missing(found, location)

@@ -89,7 +89,7 @@ class SqliteConnector:
                     # The write lock first: a second process opening a new database waits
                     # for it instead of failing on a stale read.
                     self.transaction(lambda tx: migrations.apply(db))
-                check_tables(self.conn, migrations, self.location)
+                check_tables(self.conn, self.location)
         except BaseException:
             self.conn.close()
             raise

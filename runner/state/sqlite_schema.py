@@ -1,7 +1,9 @@
 """The SQLite state's schema, as named migrations (sqlite-utils): each change of the schema
 is a new migration, never an edit of an applied one; ``runner.state.opening`` refuses a
 database whose migrations this runner does not know. A backend of another database mirrors
-them, name by name.
+them, name by name. The statements both backends run as they are, and the tables and columns
+the migrations make (``TABLES``, which a database is checked against), are
+``runner.state.schema``'s: a new migration adds its own there.
 """
 
 from __future__ import annotations
@@ -9,7 +11,15 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from runner import lifecycle
+from runner.state.schema import (
+    MIGRATION_0008,
+    MIGRATION_0011,
+    MIGRATION_0013,
+    MIGRATION_0014,
+    MIGRATION_0015,
+    MIGRATION_0016,
+    MIGRATION_0017,
+)
 
 migrations = Migrations("runner")
 
@@ -108,22 +118,6 @@ def _passes(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATION_0008 = (
-    "CREATE TABLE plan_items (job_name text, external_id text, row bigint, action text, "
-    "ref text, fingerprint text, changed bigint, summary text, balance text, cost text, "
-    "why text, PRIMARY KEY (job_name, external_id))",
-    "CREATE INDEX idx_plan_items_job_name_action ON plan_items (job_name, action)",
-    "CREATE TABLE job_passes (job_name text, pass text, next_row bigint, "
-    "PRIMARY KEY (job_name, pass))",
-    "CREATE TABLE job_rest (job_name text, balance text, amount text, "
-    "PRIMARY KEY (job_name, balance))",
-    "CREATE TABLE worker_leases (token text PRIMARY KEY, job_name text, run_id bigint, "
-    "host text, pid bigint, heartbeat_at double precision)",
-    "CREATE INDEX idx_items_claims ON items (job_name, claim_expires) "
-    "WHERE claimed_by IS NOT NULL",
-)
-
-
 @migrations(name="0009_items_changed_to")
 def _changed_to(db: Database) -> None:
     # An item whose job row asks for another payment than the one made (or on its way):
@@ -150,17 +144,6 @@ def _payees(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATION_0011 = (
-    "CREATE TABLE payee_checks (account text PRIMARY KEY, service text, payer bigint, "
-    "identifier text, account_status text, holder text, checked_at double precision)",
-    "CREATE TABLE payee_acceptances (job_name text, external_id text, account text, "
-    "name text, accepted_by text, accepted_on text, accepted_at text, note text, "
-    "PRIMARY KEY (job_name, external_id))",
-    "ALTER TABLE items ADD COLUMN payee text",
-    "ALTER TABLE plan_items ADD COLUMN payee text",
-)
-
-
 @migrations(name="0012_items_earlier_paid")
 def _earlier_paid(db: Database) -> None:
     # Earlier attempts of an item sent again (-fN) that the provider shows paid after all,
@@ -178,14 +161,6 @@ def _plan_files(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATION_0013 = (
-    "CREATE TABLE plan_files (id text PRIMARY KEY, job_name text, digest text, "
-    "content text, made_at text, run_id bigint)",
-    "ALTER TABLE approvals ADD COLUMN planner_key text",
-    "ALTER TABLE approvals ADD COLUMN signers text",
-)
-
-
 @migrations(name="0014_lease_holder_kernel")
 def _holders(db: Database) -> None:
     # A lease's holder by the kernel boot and PID namespace its PID belongs to, and whether
@@ -193,12 +168,6 @@ def _holders(db: Database) -> None:
     # it names the same process, and a killed container's run is known dead at once.
     for sql in MIGRATION_0014:
         db.execute(sql)
-
-
-MIGRATION_0014 = tuple(
-    f"ALTER TABLE {table} ADD COLUMN {column}"
-    for table in ("leases", "worker_leases")
-    for column in ("boot_id text", "pid_ns text", "locked bigint NOT NULL DEFAULT 0"))
 
 
 @migrations(name="0015_same_payments")
@@ -211,15 +180,6 @@ def _same_payments(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATION_0015 = (
-    "ALTER TABLE items ADD COLUMN content text",
-    "ALTER TABLE plan_items ADD COLUMN content text",
-    "CREATE INDEX idx_items_job_name_content ON items (job_name, content) "
-    "WHERE content IS NOT NULL",
-    "ALTER TABLE runs ADD COLUMN allow_duplicates bigint NOT NULL DEFAULT 0",
-)
-
-
 @migrations(name="0016_items_queue")
 def _queue(db: Database) -> None:
     # The items table as the job's queue: each item's state (runner.lifecycle.State), read
@@ -229,14 +189,6 @@ def _queue(db: Database) -> None:
     # every move, it costs a fifth of a write's CPU on SQLite (docs/performance.md).
     for sql in MIGRATION_0016:
         db.execute(sql)
-
-
-MIGRATION_0016 = (
-    "ALTER TABLE items ADD COLUMN state text",
-    "ALTER TABLE items ADD COLUMN due_at double precision",
-    "ALTER TABLE items ADD COLUMN polls bigint NOT NULL DEFAULT 0",
-    f"UPDATE items SET state = {lifecycle.backfill()}",
-)
 
 
 @migrations(name="0017_queue_workers")
@@ -251,18 +203,3 @@ def _queue_workers(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATION_0017 = (
-    "CREATE TABLE workers (worker_id text PRIMARY KEY, job_name text NOT NULL, "
-    "run_id bigint, host text, pid bigint, boot_id text, pid_ns text, "
-    "locked bigint NOT NULL DEFAULT 0, heartbeat_at double precision)",
-    "CREATE INDEX idx_workers_job_name ON workers (job_name)",
-    "DROP TABLE leases",
-    "DROP TABLE worker_leases",
-    "DROP TABLE job_passes",
-    "DROP INDEX idx_items_claims",
-    "ALTER TABLE items DROP COLUMN claim_expires",
-    "UPDATE items SET claimed_by = NULL",
-    "CREATE INDEX idx_items_due ON items (job_name, due_at, row) WHERE due_at IS NOT NULL",
-    "CREATE INDEX idx_items_claimed ON items (job_name, claimed_by) "
-    "WHERE claimed_by IS NOT NULL",
-)
