@@ -175,6 +175,7 @@ def test_the_last_windows_are_shared_among_the_live_workers(where: Path | str) -
     assert windows == ([24, 16, 0, 0] if a.shared else [32, 8, 0, 0])
 
 
+@pytest.mark.parametrize("where", ["postgresql"], indirect=True)
 def test_workers_claiming_one_after_another_take_windows_of_one_size(
         where: Path | str) -> None:
     """Workers that end their windows together claim one after the other: each takes its
@@ -183,8 +184,6 @@ def test_workers_claiming_one_after_another_take_windows_of_one_size(
     counted."""
     with contextlib.ExitStack() as stack:
         stores = [stack.enter_context(open_state(where)) for _ in range(3)]
-        if not stores[0].shared:
-            pytest.skip("SQLite lets one run at a time work a job")
         plan(stores[0], 72)
         names = []
         for store in stores:
@@ -203,14 +202,13 @@ def test_workers_claiming_one_after_another_take_windows_of_one_size(
         assert len(b.claim(JOB, nb, 32, 60)) == 16
 
 
+@pytest.mark.parametrize("where", ["postgresql"], indirect=True)
 def test_workers_claiming_at_once_each_take_their_share(where: Path | str) -> None:
     """Four workers claim at the same moment, round after round: what is left to start is
     read in one snapshot, so none counts an item twice (due before another's claim
     committed, claimed by it after) and takes more than its share, leaving another less."""
     with contextlib.ExitStack() as stack:
         stores = [stack.enter_context(open_state(where)) for _ in range(4)]
-        if not stores[0].shared:
-            pytest.skip("SQLite lets one run at a time work a job")
         names = []
         for store in stores:
             worker = stack.enter_context(store.join(JOB))
