@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.lifecycle import Outcome, Step
 from runner.state import ItemRecord, StateStore, open_state
 from runner.state.records import Staged
 
@@ -195,11 +196,18 @@ def test_workers_claiming_one_after_another_take_windows_of_one_size(
         first = [a.claim(JOB, na, 32, 60), b.claim(JOB, nb, 32, 60), c.claim(JOB, nc, 32, 60)]
         assert [len(w) for w in first] == [24, 24, 24]
         for r in first[0]:  # the first worker starts its window: its items are not waiting
-            a.update_item(r.external_id, step="quoted")
+            a.update_item(r.external_id, step=Step.QUOTED)
         b.give_up(JOB, nb)
         c.give_up(JOB, nc)
         # 48 to start: a third of them, in steps of 8 (with the 24 started: 24).
         assert len(b.claim(JOB, nb, 32, 60)) == 16
+
+
+def _claim_with(store: StateStore, name: str, together: threading.Barrier,
+                windows: dict[str, int]) -> None:
+    """One worker's claim of up to 64 items, once all are at the barrier: how many it got."""
+    together.wait(timeout=30)
+    windows[name] = len(store.claim(JOB, name, 64, 60))
 
 
 @pytest.mark.parametrize("where", ["postgresql"], indirect=True)
@@ -218,12 +226,8 @@ def test_workers_claiming_at_once_each_take_their_share(where: Path | str) -> No
             plan(stores[0], 96, first=round_ * 96)
             together = threading.Barrier(4)
             windows: dict[str, int] = {}
-
-            def claim(store: StateStore, name: str) -> None:
-                together.wait(timeout=30)
-                windows[name] = len(store.claim(JOB, name, 64, 60))
-            threads = [threading.Thread(target=claim, args=pair)
-                       for pair in zip(stores, names, strict=True)]
+            threads = [threading.Thread(target=_claim_with, args=(s, n, together, windows))
+                       for s, n in zip(stores, names, strict=True)]
             for t in threads:
                 t.start()
             for t in threads:
@@ -232,7 +236,7 @@ def test_workers_claiming_at_once_each_take_their_share(where: Path | str) -> No
             for store, name in zip(stores, names, strict=True):
                 store.give_up(JOB, name)
             for i in range(round_ * 96, round_ * 96 + 96):  # this round's, out of the way
-                stores[0].update_item(f"e{i}", step="final", outcome="settled")
+                stores[0].update_item(f"e{i}", step=Step.FINAL, outcome=Outcome.SETTLED)
 
 
 def test_a_staged_plan_reads_back_as_it_was_staged(where: Path | str) -> None:

@@ -22,17 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.errors import StateMissing, StateUnusable
+from runner.state import schema
 from runner.state.records import now_iso
-from runner.state.schema import (
-    MIGRATION_0008,
-    MIGRATION_0011,
-    MIGRATION_0013,
-    MIGRATION_0014,
-    MIGRATION_0015,
-    MIGRATION_0016,
-    MIGRATION_0017,
-    refuse_missing,
-)
 
 TABLE = "_runner_migrations"
 SET = "runner"
@@ -92,22 +83,22 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0007_items_job_row": (
         "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
     ),
-    "0008_plan_passes_rest_workers": MIGRATION_0008,  # the same statements as SQLite's
+    "0008_plan_passes_rest_workers": schema.MIGRATION_0008,  # the same statements as SQLite's
     "0009_items_changed_to": (
         "ALTER TABLE items ADD COLUMN changed_to text",
     ),
     "0010_job_rest_fees": (
         "ALTER TABLE job_rest ADD COLUMN fees text",
     ),
-    "0011_payee_checks": MIGRATION_0011,  # the same statements as SQLite's
+    "0011_payee_checks": schema.MIGRATION_0011,  # the same statements as SQLite's
     "0012_items_earlier_paid": (
         "ALTER TABLE items ADD COLUMN earlier_paid text",
     ),
-    "0013_plan_files_signers": MIGRATION_0013,  # the same statements as SQLite's
-    "0014_lease_holder_kernel": MIGRATION_0014,
-    "0015_same_payments": MIGRATION_0015,
-    "0016_items_queue": MIGRATION_0016,
-    "0017_queue_workers": MIGRATION_0017,
+    "0013_plan_files_signers": schema.MIGRATION_0013,  # the same statements as SQLite's
+    "0014_lease_holder_kernel": schema.MIGRATION_0014,
+    "0015_same_payments": schema.MIGRATION_0015,
+    "0016_items_queue": schema.MIGRATION_0016,
+    "0017_queue_workers": schema.MIGRATION_0017,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.
@@ -163,4 +154,4 @@ def check_tables(query: Query, location: str) -> None:
                                "c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT "
                                "a.attisdropped", []):
         found.setdefault(table, set()).add(column)
-    refuse_missing(found, location)
+    schema.refuse_missing(found, location)

@@ -87,9 +87,9 @@ class Queue:
                            alive=which["alive"])[0]["n"])
         if live <= 1 or size <= SHARE_STEP:
             return size
-        left = tx.read(self.sql("to_start"), **which, size=size * live, worker=worker,
-                       fresh=Step.NEW)[0]
-        share = -(-(int(left["due"]) + int(left["waiting"])) // live)
+        to_start = tx.read(self.sql("to_start"), **which, size=size * live, worker=worker,
+                           fresh=Step.NEW)[0]
+        share = -(-(int(to_start["due"]) + int(to_start["waiting"])) // live)
         return max(SHARE_STEP, min(size, -(-share // SHARE_STEP) * SHARE_STEP))
 
     def release(self, job_name: str, worker: str, worked: Sequence[str],

@@ -11,15 +11,7 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from runner.state.schema import (
-    MIGRATION_0008,
-    MIGRATION_0011,
-    MIGRATION_0013,
-    MIGRATION_0014,
-    MIGRATION_0015,
-    MIGRATION_0016,
-    MIGRATION_0017,
-)
+from runner.state import schema
 
 migrations = Migrations("runner")
 
@@ -114,7 +106,7 @@ def _passes(db: Database) -> None:
     # recorded, each phase is a pass over the job's items in pages (its cursor shared by
     # the workers), the estimated cost of the items not yet confirmed is kept per balance,
     # and, with a shared state, each worker past the first holds a lease of its own.
-    for sql in MIGRATION_0008:
+    for sql in schema.MIGRATION_0008:
         db.execute(sql)
 
 
@@ -140,7 +132,7 @@ def _payees(db: Database) -> None:
     # for reading) to be asked again only after run.verify_for; a person's acceptance of an
     # item's payee, with who and when; and each item's finding, in the staged plan and in
     # the item.
-    for sql in MIGRATION_0011:
+    for sql in schema.MIGRATION_0011:
         db.execute(sql)
 
 
@@ -157,7 +149,7 @@ def _plan_files(db: Database) -> None:
     # an unsigned plan must still have when it is applied, and the run that applies each
     # (a plan is applied once: applying it again resumes that run). An approval names who
     # signed the plan, with their keys.
-    for sql in MIGRATION_0013:
+    for sql in schema.MIGRATION_0013:
         db.execute(sql)
 
 
@@ -166,7 +158,7 @@ def _holders(db: Database) -> None:
     # A lease's holder by the kernel boot and PID namespace its PID belongs to, and whether
     # it holds the job's lock file (runner.state.holders): a PID is asked about only where
     # it names the same process, and a killed container's run is known dead at once.
-    for sql in MIGRATION_0014:
+    for sql in schema.MIGRATION_0014:
         db.execute(sql)
 
 
@@ -176,7 +168,7 @@ def _same_payments(db: Database) -> None:
     # item (indexed per job) and its staged plan: an item paying what another item of the
     # batch pays is found in its history without holding the batch in memory. A run that
     # paid possible duplicates on --allow-duplicates says so.
-    for sql in MIGRATION_0015:
+    for sql in schema.MIGRATION_0015:
         db.execute(sql)
 
 
@@ -187,7 +179,7 @@ def _queue(db: Database) -> None:
     # it; when it is next due for a claim (NULL: final, or parked until the next plan); how
     # many times it was polled. The index a claim reads comes with the claim: kept up by
     # every move, it costs a fifth of a write's CPU on SQLite (docs/performance.md).
-    for sql in MIGRATION_0016:
+    for sql in schema.MIGRATION_0016:
         db.execute(sql)
 
 
@@ -199,7 +191,7 @@ def _queue_workers(db: Database) -> None:
     # leases become the workers' rows; the passes' cursors and the claims' expiry go (an
     # item worked in a round is due again only when the next plan makes it due). The
     # queue's index holds the items due (the rest, final or parked, have none).
-    for sql in MIGRATION_0017:
+    for sql in schema.MIGRATION_0017:
         db.execute(sql)
 
 

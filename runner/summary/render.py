@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -146,10 +147,13 @@ def check_summary(job: Job) -> Templates:
     templates = templates_of(job)
     empty = Summary(job.name, None, [], [], {})
     errors: list[JobError] = []
-    own = [(render, ("summary", "template")) for name, render in (
-        (templates.text, templates.text_of), (templates.html, templates.html_of))
+    checks: list[tuple[Callable[[Summary], str], tuple[str, ...]]] = [
+        (render, ("summary", "template"))
+        for name, render in ((templates.text, templates.text_of),
+                             (templates.html, templates.html_of))
         if name not in (BUILT_IN_TEXT, BUILT_IN_HTML)]
-    for render, where in (*own, (templates.subject_of, ("summary", "email", "subject"))):
+    checks.append((templates.subject_of, ("summary", "email", "subject")))
+    for render, where in checks:
         try:
             render(empty)
         except SummaryError as exc:
