@@ -137,14 +137,6 @@ def ending(process: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
                 process.kill()
 
 
-@pytest.fixture
-def ended() -> Iterator[Callable[[subprocess.Popen[Any]], subprocess.Popen[Any]]]:
-    """Hands back each process given to it, and ends every one (as ``ending`` does) when
-    the test is over, however it ends."""
-    with contextlib.ExitStack() as stack:
-        yield lambda process: stack.enter_context(ending(process))
-
-
 def still_clock() -> SandboxClock:
     """A sandbox clock that stands still but for ``advance``: what a test counts on it
     (a rate limit's allowance, a delay) does not move with a machine's load."""

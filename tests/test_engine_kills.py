@@ -13,14 +13,11 @@ intent): the next run finds the transaction in doubt, looks it up and confirms i
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import PATIENCE, Admin
+from conftest import PATIENCE, Admin, ending
 from engine_support import (
     confirmed,
     cost_confirmed,
@@ -54,23 +51,22 @@ KILLS = {
 
 @pytest.mark.parametrize("point", list(KILLS))
 def test_a_kill_between_any_two_transactions_of_an_item_pays_it_once(
-        point: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path,
-        ended: Callable[[subprocess.Popen[Any]], subprocess.Popen[Any]]) -> None:
+        point: str, sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
     calls, (step, doubt) = KILLS[point]
     before = eur(sb)["balance"]
     adm.faults({"*": {"latency_ms": 150}})
     job = write_job(tmp_path, sb, ROW, concurrency=1)
     log = tmp_path / "first.log"
-    first = ended(runner_process(job, state, log))
-    deadline = time.monotonic() + PATIENCE
-    for call in calls:
-        seen = sb.state.faults.counts[call]
-        while sb.state.faults.counts[call] == seen:
-            assert first.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the runner never got that far"
-            time.sleep(0.001)
-    first.send_signal(signal.SIGKILL)
-    assert first.wait(timeout=10) == -signal.SIGKILL
+    with ending(runner_process(job, state, log)) as first:
+        deadline = time.monotonic() + PATIENCE
+        for call in calls:
+            seen = sb.state.faults.counts[call]
+            while sb.state.faults.counts[call] == seen:
+                assert first.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, "the runner never got that far"
+                time.sleep(0.001)
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=PATIENCE) == -signal.SIGKILL
     time.sleep(0.1)  # the call in flight ends at the sandbox
     killed = items(state)[ITEM]
     assert (killed["step"], killed["intent"]) == (step, doubt)

@@ -6,11 +6,10 @@ over looks up first the call that was in doubt (rule 3)."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from engine_support import MT, confirmed, eur, posts, run, write_job
 
 from runner.engine import windows
 from runner.engine.batch import RunResult
-from runner.state import open_state
+from runner.state import ItemRecord, StateStore, open_state
+from runner.state.records import Staged
 
 JOB = "pay-2026-11"
 ITEMS = 120
@@ -74,50 +74,57 @@ def test_workers_share_a_job_and_pay_every_item_once(
         assert store.claimants(JOB) == []  # every claim given back
 
 
+@pytest.fixture
+def other_worker(pg_url: str) -> Iterator[str]:
+    """Another worker of the job (its name), on a state of its own: its heartbeat is fresh
+    until the test ends (or forgets it, as the heartbeat of a worker that died goes
+    stale)."""
+    with open_state(pg_url) as store, store.join(JOB) as worker:
+        yield worker.name
+
+
+def claimed_by_a_planner(store: StateStore, worker: str, prefix: str) -> list[ItemRecord]:
+    """The job's plan recorded as a worker of the round records it (its items made due),
+    then the first two of them claimed by ``worker``."""
+    store.clear_plan(JOB)
+    store.stage_plan(JOB, [Staged(r.external_id, r.row, "resume")
+                           for r in store.items(JOB) if r.external_id.startswith(prefix)])
+    store.record_plan(JOB, "remittance", "changed")
+    return store.claim(JOB, worker, 2, 600)
+
+
 def test_a_dead_workers_items_are_taken_over_once_its_claims_expire_and_looked_up_first(
-        sb: Any, adm: Admin, tmp_path: Path, pg_url: str) -> None:
+        sb: Any, adm: Admin, tmp_path: Path, pg_url: str,
+        other_worker: str) -> None:
     job = write_job(tmp_path, sb, rows(4), prefix="w", concurrency=2)
     made = run(job, pg_url, confirm=False)
     assert made.exit_code == 0
-    # Another worker of the round claims two items once the plan made them due, sends the
-    # confirm of the first (the provider confirms it) and dies before its answer is
+    # Another worker of the round (the one that recorded its plan) claims two items, sends
+    # the confirm of the first (the provider confirms it) and dies before its answer is
     # recorded: its heartbeat is fresh until it goes stale.
-    dying = contextlib.ExitStack()
-    dead_store = dying.enter_context(open_state(pg_url))
-    dead = dying.enter_context(dead_store.join(JOB)).name
-    claimed: list[Any] = []
-    counted: list[int] = []
-
-    def dead_worker(paying: int) -> None:
-        claimed.extend(dead_store.claim(JOB, dead, 2, 600))
+    dead = other_worker
+    with open_state(pg_url) as store:
+        claimed = claimed_by_a_planner(store, dead, "w")
+        assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
         lost = claimed[0]
-        dead_store.begin_attempt(made_run(dead_store), lost.external_id, "confirm",
-                                 {"transaction": lost.transaction_id})
-        answer = Api(sb.url, (KEY, SECRET)).post(
-            f"{MT}/transactions/{lost.transaction_id}/confirm")
-        assert answer.status_code == 200, answer.text
-        counted.append(posts(adm)["POST confirm"])
-
+        store.begin_attempt(made_run(store), lost.external_id, "confirm",
+                            {"transaction": lost.transaction_id})
+    answer = Api(sb.url, (KEY, SECRET)).post(f"{MT}/transactions/{lost.transaction_id}/confirm")
+    assert answer.status_code == 200, answer.text
+    before = posts(adm)["POST confirm"]
     results: list[RunResult] = []
     worker = threading.Thread(target=lambda: results.append(
-        run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0,
-            on_batch=dead_worker)))
+        run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)))
     worker.start()
-    try:
-        until(lambda: bool(counted))
-        assert [r.external_id for r in claimed] == ["w-e0000", "w-e0001"]
-        lost, before = claimed[0], counted[0]
 
-        # The live worker confirms what is free, and waits for what the dead one holds.
-        until(lambda: posts(adm)["POST confirm"] - before == 2)
-        until(lambda: held_by_others(pg_url, dead) == 0)  # (its window given back)
-        with open_state(pg_url) as store:
-            assert store.claimants(JOB) == [dead] and worker.is_alive()
-            record = store.item(lost.external_id)
-            assert record is not None and record.intent == "confirm"
-            store.forget_worker(JOB, dead)  # as its heartbeat going stale does
-    finally:
-        dying.close()
+    # The live worker confirms what is free, and waits for what the dead one holds.
+    until(lambda: posts(adm)["POST confirm"] - before == 2)
+    until(lambda: held_by_others(pg_url, dead) == 0)  # (its windows given back)
+    with open_state(pg_url) as store:
+        assert store.claimants(JOB) == [dead] and worker.is_alive()
+        record = store.item(lost.external_id)
+        assert record is not None and record.intent == "confirm"
+        store.forget_worker(JOB, dead)  # as its heartbeat going stale does
     worker.join(timeout=120)
 
     assert results[0].summary is not None
@@ -180,7 +187,8 @@ def test_the_rate_limit_holds_for_every_worker_together(
 
 
 def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
-        sb: Any, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        sb: Any, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch,
+        other_worker: str) -> None:
     """A dead worker's claims expire between the live worker's last page (none free) and
     its look at who still holds claims (nobody alive): the items are taken over, not left
     for the next run."""
@@ -188,11 +196,12 @@ def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
 
     job = write_job(tmp_path, sb, rows(4), prefix="x", concurrency=2)
     assert run(job, pg_url, confirm=False).exit_code == 0
-    # Another worker of the round claims two items once the plan made them due, and dies.
-    dying = contextlib.ExitStack()
-    dead_store = dying.enter_context(open_state(pg_url))
-    dead = dying.enter_context(dead_store.join(JOB)).name
-    held: list[Any] = []
+    # Another worker of the round (the one that recorded its plan) claims two items, and
+    # dies.
+    dead = other_worker
+    with open_state(pg_url) as store:
+        held = claimed_by_a_planner(store, dead, "x")
+    assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
     look = Pages.wait_for_others
 
     def expiring_first(pages: Pages, sleep: Callable[[float], None]) -> bool:
@@ -201,10 +210,7 @@ def test_claims_that_expire_while_a_worker_looks_at_them_are_taken_over(
         return look(pages, sleep)
 
     monkeypatch.setattr(Pages, "wait_for_others", expiring_first)
-    with dying:
-        result = run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0,
-                     on_batch=lambda paying: held.extend(dead_store.claim(JOB, dead, 2, 600)))
-    assert [r.external_id for r in held] == ["x-e0000", "x-e0001"]
+    result = run(job, pg_url, confirm_only=True, confirm=True, claim_ttl=30.0)
     assert result.summary is not None
     assert (result.exit_code, dict(result.summary.counts)) == (0, {"settled": 4})
     assert confirmed(sb) == {f"x-e{i:04d}": 1 for i in range(4)}
