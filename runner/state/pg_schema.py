@@ -83,18 +83,18 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0007_items_job_row": (
         "CREATE INDEX idx_items_job_name_row ON items (job_name, row)",
     ),
-    "0008_plan_passes_rest_workers": schema.MIGRATION_0008,  # the same statements as SQLite's
+    "0008_plan_passes_rest_workers": schema.MIGRATION_0008,
     "0009_items_changed_to": (
         "ALTER TABLE items ADD COLUMN changed_to text",
     ),
     "0010_job_rest_fees": (
         "ALTER TABLE job_rest ADD COLUMN fees text",
     ),
-    "0011_payee_checks": schema.MIGRATION_0011,  # the same statements as SQLite's
+    "0011_payee_checks": schema.MIGRATION_0011,
     "0012_items_earlier_paid": (
         "ALTER TABLE items ADD COLUMN earlier_paid text",
     ),
-    "0013_plan_files_signers": schema.MIGRATION_0013,  # the same statements as SQLite's
+    "0013_plan_files_signers": schema.MIGRATION_0013,
     "0014_lease_holder_kernel": schema.MIGRATION_0014,
     "0015_same_payments": schema.MIGRATION_0015,
     "0016_items_queue": schema.MIGRATION_0016,
