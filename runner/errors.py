@@ -45,6 +45,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │   │                          configured: a person fixes it, retrying changes nothing
     │   │                          (AuthenticationError, UntrustedCertificate and
     │   │                          ProviderMisconfigured are these too)
+    │   ├── PolicyRefused          the executor's policy (RUNNER_POLICY) cannot be read or
+    │   │                          is not valid (runner.policy)
     │   └── MissingExtra           the job or command needs an optional part of the
     │                              distribution that is not installed (runner.extras)
     ├── ItemError                  the engine's verdict on one item's call; the run catches it
@@ -119,6 +121,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from enum import Enum
 
+from runner.credentials import redact
 from runner.exit_codes import ExitCode
 
 
@@ -322,6 +325,16 @@ class ConfigurationError(RunnerError):
     exit_code = ExitCode.CONFIGURATION
 
 
+class PolicyRefused(ConfigurationError):
+    """The executor's policy (``RUNNER_POLICY``, ``runner.policy``) cannot be read or is not
+    valid: nothing moves money until whoever keeps it fixes it. ``problems`` names each file,
+    line and field."""
+
+    def __init__(self, problems: Iterable[JobError]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
 class MissingExtra(ConfigurationError):
     """An extra (the sandbox's server, PostgreSQL's driver) is needed and not installed: a
     configuration of this host, not a problem of the job."""
@@ -403,10 +416,10 @@ class ProviderError(RunnerError):
                  endpoint: str = "", external_id: str | None = None) -> None:
         self.status = status
         self.code = code
-        self.message = message
+        self.message = redact(message)  # a server may quote what it was sent
         self.endpoint = endpoint
         self.external_id = external_id
-        super().__init__(message)
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         where = f" ({self.endpoint})" if self.endpoint else ""

@@ -9,6 +9,9 @@ time runner writes. Two formats (``--log-format``, or ``RUNNER_LOG_FORMAT``):
   name: ``item_failed``, ``in_doubt``, ``phase_started`` ...) and ``message``, the text line's
   words. A record of another library (the sandbox's server) has the event ``log``.
 
+Every line is masked of the credentials the process holds (``runner.credentials``), whatever
+its message quotes.
+
 A log call names its event with ``extra=event("in_doubt", external_id)``; the job and the
 run are the process's (``bind``: one process runs one job).
 """
@@ -20,6 +23,8 @@ import logging
 import os
 from datetime import UTC, datetime
 from typing import Any
+
+from runner.credentials import redact
 
 FORMATS = ("text", "json")
 ENV = "RUNNER_LOG_FORMAT"
@@ -52,7 +57,7 @@ class TextFormatter(logging.Formatter):
         line = f"{utc_time(record)} {record.levelname} {record.getMessage()}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return line
+        return redact(line)
 
 
 class JsonFormatter(logging.Formatter):
@@ -69,7 +74,7 @@ class JsonFormatter(logging.Formatter):
             fields["external_id"] = external_id
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
-        return json.dumps(fields, ensure_ascii=False, default=str)
+        return redact(json.dumps(fields, ensure_ascii=False, default=str))
 
 
 def formatter(fmt: str | None = None) -> logging.Formatter:

@@ -259,13 +259,18 @@ def read_allowed_signers(path: Path) -> list[AllowedSigner]:
     except (OSError, UnicodeDecodeError, FileUnreadable) as exc:
         raise JobError(str(path), None, None, f"cannot read the approvers' keys: "
                        f"{getattr(exc, 'strerror', None) or exc}") from None
+    return parse_allowed_signers(text, str(path))
+
+
+def parse_allowed_signers(text: str, where: str) -> list[AllowedSigner]:
+    """Every key of an allowed-signers file's ``text`` (from ``where``, for messages)."""
     signers = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.lstrip().startswith("#"):
             try:
                 signers.append(_signer(line, number))
             except ValueError as exc:
-                raise JobError(str(path), number, None, str(exc)) from None
+                raise JobError(where, number, None, str(exc)) from None
     return signers
 
 

@@ -7,6 +7,7 @@ TLS, as a real server should); implicit TLS with AUTH offered. AUTH accepts one 
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import socket
@@ -122,6 +123,17 @@ class Authority:
         return cls(ca_file, server)
 
 
+def refuse_quoting(server: Any, session: Session, envelope: Envelope, mechanism: str,
+                   auth_data: Any) -> AuthResult:
+    """A server that refuses every login and quotes, in its refusal, the AUTH PLAIN text it
+    was sent (as some do in their logs and answers)."""
+    quoted = ""
+    if isinstance(auth_data, LoginPassword):
+        quoted = base64.b64encode(b"\0" + auth_data.login + b"\0" + auth_data.password).decode()
+    return AuthResult(success=False, handled=False,
+                      message=f"535 5.7.8 authentication failed for {quoted}")
+
+
 @dataclass
 class MailServer:
     port: int
@@ -136,18 +148,21 @@ class MailServer:
         self.controller.stop()
 
 
-def start(tls: str = "none", authority: Authority | None = None) -> MailServer:
+def start(tls: str = "none", authority: Authority | None = None,
+          authenticator: Any = check_login) -> MailServer:
     """``tls``: none (no AUTH), starttls (STARTTLS and AUTH required), implicit (TLS from
-    the first byte, AUTH offered; ``Arrived.login`` tells whether it was used)."""
+    the first byte, AUTH offered; ``Arrived.login`` tells whether it was used).
+    ``authenticator``: who may log in (``refuse_quoting``: nobody, and it says what it was
+    sent)."""
     mailbox, port = Mailbox(), free_port()
     options: dict[str, Any] = {}
     if tls != "none":
         assert authority is not None
         if tls == "starttls":
-            options = dict(authenticator=check_login, auth_required=True,
+            options = dict(authenticator=authenticator, auth_required=True,
                            tls_context=authority.server, require_starttls=True)
         else:  # aiosmtpd sees no TLS of its own here, so would not offer AUTH otherwise
-            options = dict(authenticator=check_login, auth_require_tls=False,
+            options = dict(authenticator=authenticator, auth_require_tls=False,
                            ssl_context=authority.server)
     controller = Controller(mailbox, hostname="127.0.0.1", port=port, **options)
     controller.start()

@@ -71,8 +71,9 @@ def four_eyes(job: Path, approvers: Path, **values: str) -> Path:
 TOP = ("job.name", "job.kind", "job.file", "job.sha256", "job.rows_file", "job.rows_sha256",
        "job.approvers_sha256", "state", "planned_by.user", "planned_by.host", "planned_at",
        "valid_until", "quoted", "retry_failed", "include_unchanged", "allow_duplicates",
-       "max_rate_change",
-       "four_eyes", "counts.new", "counts.invalid", "stops", "shortfall")
+       "max_rate_change", "four_eyes", "approvals", "policy", "job.templates[0].name",
+       "job.templates[0].file", "job.templates[0].sha256", "counts.new", "counts.invalid",
+       "stops", "shortfall")
 ITEM = ("external_id", "row", "action", "ref", "lineage", "step", "changed", "why",
         "fingerprint", "balance", "beneficiary", "payer", "account", "currency", "amount",
         "fee", "rate", "quoted_rate", "rate_name", "received_currency", "received")

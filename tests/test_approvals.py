@@ -48,8 +48,10 @@ def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
     approvers = allowed_signers(tmp_path / "approvers", make_key(tmp_path, "alice"))
     job = four_eyes(write_job(tmp_path, sb), approvers)
     refusal = [f"error: {job} has run.four_eyes: money moves only through an approved plan: "
-               f"`runner plan {job} -o PLAN --sign KEY`, `runner approve PLAN --sign KEY` by "
-               f"another key of run.approvers, then `runner apply PLAN`; nothing was sent"]
+               f"`runner plan {job} -o PLAN`, signed by its planner (`--sign KEY`, or "
+               f"`runner approve PLAN --sign KEY --as-planner`), `runner approve PLAN --sign "
+               f"KEY` by another key of the approvers, then `runner apply PLAN`; nothing was "
+               f"sent"]
     for command in (["run", "--yes"], ["run"], ["run", "--yes", "--retry-failed"],
                     ["confirm", "--yes"]):
         result = cli(command[0], str(job), "--state", str(state), *command[1:])
@@ -61,7 +63,10 @@ def test_under_four_eyes_run_retry_and_confirm_are_refused_with_nothing_sent(
     assert posts(adm) == {}
     # What sends nothing still goes.
     dry = cli("run", str(job), "--state", str(state), "--dry-run")
-    assert dry.exit_code == 0 and out_lines(dry)[-1] == "a run would pay 3 item(s): EUR 60.00"
+    assert dry.exit_code == 0 and out_lines(dry)[-2:] == [
+        "a run would pay 3 item(s): EUR 60.00",
+        "under four eyes (run.four_eyes) a run is refused: money moves only through an "
+        "approved plan file (-o PLAN)"]
     assert posts(adm) == {}
 
 
@@ -114,6 +119,9 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Made]:
     try:
         job, state, plan = people_job(folder, sandbox), folder / "s.sqlite", \
             folder / "pay.plan.json"
+        # A summary template of its own: the plan covers it (job.templates).
+        (folder / "pay.txt.j2").write_text('{% extends "runner/summary.txt.j2" %}\n')
+        job.write_text(job.read_text() + "summary: {template: pay.txt.j2}\n")
         result = cli("plan", str(job), "--state", str(state), "--quote", "-o", str(plan))
         assert result.exit_code == 0, result.output
         yield Made(job, state, plan, json.loads(plan.read_text()))
@@ -176,6 +184,8 @@ def test_show_lists_the_people_a_plan_pays_in_each_format(made: Made) -> None:
         f"planned by {c['planned_by']['user']} on {c['planned_by']['host']} at "
         f"{c['planned_at']}, with quotations; valid until {c['valid_until']}",
         f"state: {made.state}",
+        "rules: no four eyes; covers the job file, the rows file, summary template(s) "
+        "pay.txt.j2",
         "to pay: 3 item(s)",
         "  row  external_id  beneficiary    payer  account                    sent   fee      "
         "rate      received",

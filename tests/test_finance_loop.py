@@ -28,6 +28,7 @@ from engine_support import (
 
 from runner.engine.approvals import keep_plan
 from runner.engine.plan_file import digest_of
+from runner.job import load_job
 from runner.sandbox import RunningSandbox
 from runner.state import open_state
 
@@ -244,7 +245,7 @@ def test_a_plan_is_refused_when_a_row_changed_a_rate_moved_or_it_expired(
     for item in moved["items"]:
         item["rate"] = str(Decimal(item["rate"]) * Decimal("0.97"))
     with open_state(state) as store:
-        keep_plan(store, moved)
+        keep_plan(store, moved, load_job(job).rules)
     plan.write_text(json.dumps(moved))
     rate = Decimal(content["items"][0]["rate"])  # type: ignore[index]
     code, out, err = lines_of("apply", str(plan), "--state", str(state), "--yes")

@@ -177,12 +177,19 @@ def test_a_month_under_hold_then_the_next(sb: RunningSandbox, adm: Admin, tmp_pa
                  "f,1,KES,14.00,+254733000001,Kofi,Mensah\n", name="pay-2026-12")
     result = cli("run", str(job2), "--state", str(state), "--yes")
     assert checks(adm) == (2, 2)
-    # c's acceptance was for November's item: December's is held again, as a person expects
-    # of a new batch.
+    # c's payee was accepted for its account and name: December's batch trusts them, and
+    # nobody is asked to accept him again.
     assert outcomes(state, "pay-2026-12") == {
-        "pay-2026-12-a": "settled", "pay-2026-12-b": "settled", "pay-2026-12-c": "held",
+        "pay-2026-12-a": "settled", "pay-2026-12-b": "settled", "pay-2026-12-c": "settled",
         "pay-2026-12-d": "settled", "pay-2026-12-e": "settled", "pay-2026-12-f": "settled"}
-    assert result.exit_code == 1
+    assert result.exit_code == 0
+    # Until the name (or the account) changes: January's row names him otherwise, and he is
+    # held again.
+    renamed = NO_MATCH.replace("Peter,Otieno", "Pete,Otieno")
+    job3 = write(tmp_path, sb, MONTH.replace(NO_MATCH, renamed).replace(CLOSED, fixed),
+                 name="pay-2027-01")
+    assert cli("run", str(job3), "--state", str(state), "--yes").exit_code == 1
+    assert outcomes(state, "pay-2027-01")["pay-2027-01-c"] == "held"
 
 
 def test_a_failing_check_never_lets_an_item_through(sb: RunningSandbox, adm: Admin,

@@ -32,6 +32,7 @@ from test_run_terminal import on_terminal
 from runner.engine.plan_file import digest_of, read_plan
 from runner.engine.plan_signing import NAMESPACE, check_signatures, message
 from runner.errors import JobError
+from runner.policy import Trust
 from runner.sandbox import RunningSandbox, start_in_thread
 from runner.signatures import (
     SIGNERS_FILE_LIMIT,
@@ -71,6 +72,9 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Signed]:
     sandbox = start_in_thread(sandbox_config(submit_delay=0, complete_delay=0))
     try:
         job = people_job(folder, sandbox, four_eyes="true", approvers="approvers")
+        # A summary template of its own: the plan covers it (job.templates).
+        (folder / "pay.txt.j2").write_text('{% extends "runner/summary.txt.j2" %}\n')
+        job.write_text(job.read_text() + "summary: {template: pay.txt.j2}\n")
         state, plan = folder / "s.sqlite", folder / "pay.plan.json"
         made = cli("plan", str(job), "--state", str(state), "-o", str(plan), "--sign",
                    str(keys["alice"]))
@@ -89,6 +93,11 @@ def apply_refused(signed: Signed, content: dict[str, Any], tmp_path: Path) -> li
     result = cli("apply", str(plan))
     assert (result.exit_code, out_lines(result)) == (2, []), result.output
     return err_lines(result)
+
+
+def trust_of(approvers: Path) -> Trust:
+    """Who may sign, as a job whose run.approvers is ``approvers`` trusts."""
+    return Trust((("run.approvers", read_allowed_signers(approvers)),))
 
 
 def fingerprint_of(key: Path) -> str:
@@ -130,7 +139,7 @@ def test_signatures_are_ssh_signatures_both_ways(signed: Signed, tmp_path: Path)
                     "runner-plan", str(text)], check=True, capture_output=True, timeout=60)
     content["signatures"].append({"role": "approve", "signed_at": at,
                                   "signature": text.with_suffix(".sig").read_text()})
-    views = check_signatures(content, digest, read_allowed_signers(signed.approvers),
+    views = check_signatures(content, digest, trust_of(signed.approvers),
                              datetime.now(UTC))
     assert [(v.role, v.principal, v.key, v.verdict) for v in views] == [
         ("plan", "alice@example.com", fingerprint_of(signed.keys["alice"]), "valid"),
@@ -162,7 +171,7 @@ def test_show_says_who_signed_and_whether_each_signature_holds(signed: Signed,
 def test_an_approved_plan_is_applied_by_cron_and_records_its_signers(signed: Signed) -> None:
     # Under four eyes a name given by whoever applies identifies nobody.
     assert err_lines(cli("apply", str(signed.plan), "--approved-by", "bob")) == [
-        "the plan is refused: --approved-by names nobody under run.four_eyes: the plan's "
+        "the plan is refused: --approved-by names nobody under four eyes: the plan's "
         "approvers are the keys that signed it; nothing was sent"]
     # As cron runs it: no terminal, no --yes, nothing asked.
     applied = cli("apply", str(signed.plan))
@@ -191,7 +200,8 @@ def test_an_approved_plan_is_applied_by_cron_and_records_its_signers(signed: Sig
 # ---------------------------------------------------------------- forged, missing, repeated
 def test_a_forged_or_missing_signature_is_refused(signed: Signed, tmp_path: Path) -> None:
     planner_only = "it is not signed by its planner (`runner plan JOB -o PLAN --sign KEY` " \
-                   "signs a plan as it is made)"
+                   "signs a plan as it is made; `runner approve PLAN --sign KEY " \
+                   "--as-planner` one the executor made)"
     wanting = "0 of 1 approval(s): `runner approve PLAN --sign KEY` by 1 more key(s) of " \
               "run.approvers, not the planner's"
     content = signed.content
@@ -311,8 +321,8 @@ def test_each_field_of_a_signed_plan_edited_breaks_every_signature(signed: Signe
                                                                    field: str) -> None:
     content = signed.content
     edit(content, field)
-    views = check_signatures(content, digest_of(content),
-                             read_allowed_signers(signed.approvers), datetime.now(UTC))
+    views = check_signatures(content, digest_of(content), trust_of(signed.approvers),
+                             datetime.now(UTC))
     assert [v.verdict for v in views] == [
         "does not verify: the signature does not match the plan (edited since it was signed, "
         "or forged)"] * 2
@@ -329,7 +339,8 @@ def test_a_signed_plan_edited_where_the_state_kept_no_copy_is_refused(
     assert apply_refused(signed, content, tmp_path) == [
         f"the plan is refused: the plan signature signed at {alice['signed_at']} {broken}; "
         f"the approve signature signed at {bob['signed_at']} {broken}; it is not signed by "
-        f"its planner (`runner plan JOB -o PLAN --sign KEY` signs a plan as it is made); 0 of "
+        f"its planner (`runner plan JOB -o PLAN --sign KEY` signs a plan as it is made; "
+        f"`runner approve PLAN --sign KEY --as-planner` one the executor made); 0 of "
         f"1 approval(s): `runner approve PLAN --sign KEY` by 1 more key(s) of run.approvers, "
         f"not the planner's; nothing was sent"]
 
@@ -348,7 +359,7 @@ def test_two_approvals_take_two_keys_besides_the_planner(sb: RunningSandbox, sig
                "--sign", str(keys["alice"])).exit_code == 0
     assert out_lines(cli("approve", str(plan), "--sign", str(keys["bob"]))) == [
         f"approved by bob@example.com ({fingerprint_of(keys['bob'])}): 1 of 2 approval(s); "
-        f"`runner apply {plan}` pays it once run.approvals keys approved it"]
+        f"`runner apply {plan}` pays it once enough keys approved it"]
     assert err_lines(cli("apply", str(plan)))[0].endswith(
         "1 of 2 approval(s): `runner approve PLAN --sign KEY` by 1 more key(s) of "
         "run.approvers, not the planner's; nothing was sent")

@@ -277,13 +277,20 @@ def test_payee_checks_and_acceptances_are_kept_and_replaced(store: StateStore) -
                        ("Wanjiru Kamau", "W Kamau"), 1_800_000_100.0)
     store.keep_payee_checks([again])
     assert store.payee_checks(["acct-1"]) == {"acct-1": again}
-    accepted = PayeeAcceptance(JOB, "a", "acct-1", "Peter Otieno", "bob", "fin-02",
+    accepted = PayeeAcceptance("acct-1", "Peter Otieno", "bob", JOB, "a", "bob", "fin-02",
                                "2026-11-25T09:14:03Z", "his legal name")
-    store.accept_payee(accepted)
-    store.accept_payee(PayeeAcceptance(JOB, "a", "acct-9", "Peter Otieno", "eve", "fin-03",
-                                       "2026-11-26T09:14:03Z", "another account"))
-    assert store.payee_acceptances(JOB, ["a", "b"])["a"].account == "acct-9"
-    assert store.payee_acceptances("other", ["a"]) == {}
+    store.payees.accept_payee(accepted)
+    # Each person's acceptance is a row of its own; a person's second one replaces the first.
+    carol = PayeeAcceptance("acct-1", "Peter Otieno", "SHA256:carol", "other", "b", "carol",
+                            "fin-03", "2026-11-26T09:14:03Z", "seen his passport", "SIG")
+    store.payees.accept_payee(carol)
+    again = PayeeAcceptance("acct-1", "Peter Otieno", "bob", JOB, "a", "bob", "fin-02",
+                            "2026-11-27T09:14:03Z", "called him again")
+    store.payees.accept_payee(again)
+    store.payees.accept_payee(PayeeAcceptance("acct-9", "Awa Diop", "eve", JOB, "c", "eve",
+                                              "fin-04", "2026-11-26T10:00:00Z", "other"))
+    assert store.payees.acceptances(["acct-1", "acct-3"]) == [carol, again]
+    assert store.payees.acceptances(["acct-3"]) == []
 
 
 def test_a_plan_records_what_its_payee_checks_hold(store: StateStore) -> None:

@@ -89,7 +89,7 @@ def test_a_subject_template_is_checked_too() -> None:
     section = EMAIL.format(smtp="{host: localhost}") + '    subject: "{{ summary.nope }}"\n'
     assert problems(section) == [
         "job.yaml:25: summary.email.subject: the summary template failed: UndefinedError: "
-        "'runner.summary.model.Summary object' has no attribute 'nope'"]
+        "'dict object' has no attribute 'nope'"]
 
 
 ONE_ADDRESS = ("is not one email address: write one address as name@domain; several "

@@ -50,7 +50,12 @@ def test_text(ran: tuple[Path, Path]) -> None:
     assert lines[:2] == [f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)", ""]
     assert lines[2].startswith("Money moved in run 1: started ") and lines[2].endswith(
         "; exit code 1; 3 confirm call(s).")
-    assert lines[3:] == [
+    # Every run that moved money says who approved it, and what (a run of the job file:
+    # the digest of its inputs).
+    assert re.fullmatch(r"Planned by (\S+) on (\S+) at \S+Z; approved by \1 \(--yes\); "
+                        r"applied by \1 on \2 at \S+Z \(plan sha256:[0-9a-f]{16}\)\.",
+                        lines[3]), lines[3]
+    assert lines[4:] == [
         "",
         "Money, per currency (planned = paid + failed + pending):",
         "  EUR  planned 430.50 = paid 350.50 + failed 80.00 + pending 0.00; not paid 80.00",
@@ -189,7 +194,7 @@ def test_the_jobs_own_templates(sandbox: RunningSandbox, tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("template", "message"), [
     ("{{ summary.nope }}", "the summary template failed: pay.html.j2:1: UndefinedError: "
-                           "'runner.summary.model.Summary object' has no attribute 'nope'"),
+                           "'dict object' has no attribute 'nope'"),
     ("{% if %}", "the summary template failed: pay.html.j2:1: TemplateSyntaxError: "
                  "Expected an expression, got 'end of statement block'"),
     (None, "the summary template failed: no such template: pay.html.j2"),
@@ -235,7 +240,7 @@ def test_a_template_failing_only_on_real_items_costs_the_summary_only(
     assert result.exit_code == 3  # the payments went well; the summary did not
     assert err_lines(result)[-1] == (
         "error: the summary: the summary template failed: pay.html.j2:1: UndefinedError: "
-        "'runner.summary.lines.ItemLine object' has no attribute 'nope'")
+        "'dict object' has no attribute 'nope'")
     [written] = (tmp_path / "reports").iterdir()  # the CSV needs no template
     assert written.suffix == ".csv" and len(written.read_text().splitlines()) == 3
     assert cli("status", str(job), "--state", str(state)).stdout.splitlines()[0] == \

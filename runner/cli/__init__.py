@@ -25,6 +25,7 @@ from runner.cli.run import confirm, log_to_stderr, run, validate
 from runner.cli.sandbox import sandbox
 from runner.cli.schema import schema
 from runner.cli.state import state
+from runner.credentials import HELD
 from runner.exit_codes import help_lines
 
 HELP = """Pay many people at once from a YAML job file, exactly once.
@@ -57,6 +58,7 @@ The manual page: runner man | man -l -   (every command's help: docs/commands.md
 @click.version_option(__version__, prog_name="runner")
 @click.pass_context
 def main(ctx: click.Context) -> None:
+    HELD.clear()  # the credentials this command reads (its job's ...) are the ones it masks
     quiet_stdout(ctx)  # a pipe closed early (`| head`) ends the output, not the command
     log_to_stderr()  # warnings, with their UTC time (run, apply, confirm: -q, -v)
 

@@ -89,36 +89,47 @@ def show(plan_file: Path, fmt: str, job: Path | None) -> None:
               required=True, help="Your SSH private key (one of run.approvers; a passphrase "
                                   "from $RUNNER_KEY_PASSPHRASE or asked).")
 @click.option("--yes", is_flag=True, help="Do not show the plan and ask first.")
+@click.option("--as-planner", is_flag=True,
+              help="Sign as the plan's planner a plan the executor made unsigned (`runner "
+                   "plan JOB -o PLAN` where the provider's credentials are), before the "
+                   "approvers approve it.")
 @JOB_OPTION
 @reports_errors
 @states(exits((ExitCode.OK, "the signature is added"),
               (ExitCode.USAGE, "it is refused or the key cannot sign"),
               (ExitCode.STATE_UNUSABLE, "the plan file cannot be written")))
-def approve(plan_file: Path, sign: Path, yes: bool, job: Path | None) -> None:
-    """Approve the plan file PLAN: add your signature to it (run.four_eyes).
+def approve(plan_file: Path, sign: Path, yes: bool, as_planner: bool, job: Path | None
+            ) -> None:
+    """Approve the plan file PLAN: add your signature to it (four eyes).
 
     On a terminal it lists the plan first, as `runner show` does, and asks. Refused (exit
-    2, the file left as it is) when your key is not in run.approvers, signed the plan
-    already (a planner does not approve his own plan), when the plan's signatures do not
-    hold (it was edited since it was signed), or when it expired. Once run.approvals keys
-    approved it, `runner apply PLAN` pays it (from cron too). Sends nothing. EXITS
+    2, the file left as it is) when your key is not one of the approvers (run.approvers,
+    and the executor's policy's, read from the copy RUNNER_POLICY names, where the plan
+    names a policy account), signed the plan already (a planner does not approve his own
+    plan), when the plan's signatures do not hold (it was edited since it was signed), or
+    when it expired. Once enough keys approved it, `runner apply PLAN` pays it (from cron
+    too). With --as-planner, the planner's signature of a plan made unsigned. Needs no
+    provider credentials; sends nothing. EXITS
 
     \b
     Example:
       runner approve payroll.plan.json --sign ~/.ssh/id_ed25519
+      runner approve payroll.plan.json --sign ~/.ssh/id_ed25519 --as-planner
     """
-    from runner.engine.plan_signing import approve_plan
+    from runner.engine.plan_signing import APPROVE, PLAN, approve_plan
     from runner.errors import PlanRefused
 
     ask = None if yes or not (sys.stdin.isatty() and sys.stderr.isatty()) else _ask
     try:
         signed, stands = approve_plan(plan_file, sign, passphrase_for(sign), job,
-                                      datetime.now(UTC), ask)
+                                      datetime.now(UTC), ask, PLAN if as_planner else APPROVE)
     except PlanRefused as refused:
-        click.echo(f"not approved: {'; '.join(refused.reasons)}", err=True)
+        click.echo(f"not {'signed' if as_planner else 'approved'}: "
+                   f"{'; '.join(refused.reasons)}", err=True)
         sys.exit(refused.exit_code)
-    click.echo(f"approved by {signed.principal} ({signed.key}): {stands}; `runner apply "
-               f"{plan_file}` pays it once run.approvals keys approved it")
+    done = "signed as its planner" if as_planner else "approved"
+    click.echo(f"{done} by {signed.principal} ({signed.key}): {stands}; `runner apply "
+               f"{plan_file}` pays it once enough keys approved it")
 
 
 def _ask(listing: Listing) -> bool:

@@ -199,45 +199,61 @@ def _copy_out(source: Path, output: Path | None) -> None:
               help="What the provider shows: the money moved (settled) or it did not.")
 @click.option("--accept-payee", is_flag=True,
               help="Accept the item's payee despite its payee check (no match, account not "
-                   "available, not verified): the next run pays it while its row names the "
-                   "same account and name.")
+                   "available, not verified): its account and name, as its row has them, "
+                   "are paid by the next run and trusted in later batches on this state "
+                   "until either changes.")
+@click.option("--sign", type=click.Path(dir_okay=False, path_type=Path), metavar="KEY",
+              help="Under four eyes, accept the payee with this SSH private key (one the "
+                   "approvers hold; a passphrase from $RUNNER_KEY_PASSPHRASE or asked).")
 @click.option("--note", required=True, help="What was checked, for the record.")
 @state_option
 @reports_errors
-def resolve(job: Path, external_id: str, outcome: str | None, accept_payee: bool, note: str,
-            state: StateLocation | None) -> None:
+def resolve(job: Path, external_id: str, outcome: str | None, accept_payee: bool,
+            sign: Path | None, note: str, state: StateLocation | None) -> None:
     """Record what a person found for an item runner could not settle, or accept its payee.
 
     --outcome: an unknown or conflicting item (a call with no lookup whose answer was lost,
     or a provider record that is not the item) keeps every run's exit code at 1 until a
     person has checked it at the provider. Nothing is sent: the item becomes final with the
     given outcome and the note. --accept-payee: an item held by its payee check (or that
-    would be) is paid by the next run, as long as its row names the same account and name;
-    who accepted it and when are recorded. Nothing is sent.
+    would be) is paid by the next run, as long as its row names the same account and name,
+    and that account and name are trusted in later batches too; who accepted it and when
+    are recorded. Under four eyes the acceptance is signed (--sign KEY, a key of the
+    approvers), by as many people as the executor's policy asks (payee_approvals). Nothing
+    is sent.
 
     \b
     Example:
       runner resolve jobs/charges.yaml charges-2026-11-C3 --outcome settled \\
         --note "charge 4411 found DONE in the back office"
       runner resolve jobs/payroll.yaml payroll-2026-11-E5003 --accept-payee \\
-        --note "name changed at marriage; confirmed by phone"
+        --note "name changed at marriage; confirmed by phone" --sign ~/.ssh/id_ed25519
     """
     from runner.job import load_job
     from runner.state import open_state
 
     if (outcome is None) == (not accept_payee):
         raise click.UsageError("give one of --outcome and --accept-payee")
+    if sign is not None and not accept_payee:
+        raise click.UsageError("--sign goes with --accept-payee")
     loaded = load_job(job)
     with open_state(location_of(state)) as store:
         if outcome is not None:
             store.resolve(loaded.name, external_id, outcome, note)
             click.echo(f"{external_id}: {outcome} (resolved by hand)")
             return
+        from runner.cli.approvals import passphrase_for
         from runner.engine.plan import who
         from runner.payees.accept import accept_payee as accept
 
         user, host = who()
-        accepted = accept(loaded, store, external_id, note, user, host)
-    click.echo(f"{external_id}: payee {accepted.name} accepted by {user} on {host} at "
-               f"{accepted.accepted_at}; the next run pays it while its row names the same "
-               f"account and name")
+        accepted, stands = accept(loaded, store, external_id, note, user, host, sign,
+                                  passphrase_for(sign) if sign else lambda: None)
+    said = f"{external_id}: payee {accepted.name} accepted by {accepted.accepted_by} on " \
+           f"{host} at {accepted.accepted_at}"
+    if stands.holds:
+        click.echo(f"{said}; the next run pays it while its row names the same account and "
+                   f"name, and later batches trust them")
+    else:
+        click.echo(f"{said}: {stands.text}; another key of the approvers accepts it too "
+                   f"(the same command) before it is paid")

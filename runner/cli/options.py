@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from runner.credentials import redact
 from runner.errors import BadStateLocation, FileNotWritten, JobErrors, RunnerError
 from runner.exit_codes import ExitCode
 from runner.state.locations import StateLocation, parse_location
@@ -75,7 +76,10 @@ class QuietStdout:
 
     Output that cannot be written (a full disk: ``runner report JOB > /dev/full``) is
     dropped the same way, the command going on, and ``lost`` says why: the command ends
-    with that line and exit 74 where it would have exited 0 (``reports_errors``)."""
+    with that line and exit 74 where it would have exited 0 (``reports_errors``).
+
+    What is written is masked of the credentials the process holds (``runner.credentials``):
+    a message quoting a server's answer, or a template's output, shows none."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -85,7 +89,8 @@ class QuietStdout:
     def write(self, text: str) -> int:
         if not self._gone:
             try:
-                return int(self._stream.write(text))
+                self._stream.write(redact(text))
+                return len(text)
             except OSError as exc:
                 self._drop(exc)
         return len(text)
@@ -112,15 +117,32 @@ class QuietStdout:
         return getattr(self._stream, name)
 
 
+class MaskedStderr:
+    """``sys.stderr`` while a command runs: what is written is masked of the credentials the
+    process holds (an error quoting what a server or the mail server sent back)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def quiet_stdout(ctx: click.Context) -> None:
-    """Install ``QuietStdout`` for the command of ``ctx`` (and put the stream back after)."""
-    stream = sys.stdout
-    if isinstance(stream, QuietStdout):
+    """Install ``QuietStdout`` and ``MaskedStderr`` for the command of ``ctx`` (and put the
+    streams back after)."""
+    stdout, stderr = sys.stdout, sys.stderr
+    if isinstance(stdout, QuietStdout):
         return
-    sys.stdout = QuietStdout(stream)  # type: ignore[assignment]
+    sys.stdout = QuietStdout(stdout)  # type: ignore[assignment]
+    sys.stderr = MaskedStderr(stderr)  # type: ignore[assignment]
 
     def restore() -> None:
-        sys.stdout = stream
+        sys.stdout, sys.stderr = stdout, stderr
 
     ctx.call_on_close(restore)
 

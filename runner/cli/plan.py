@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from runner.engine.plan_file import AppliedPlan
     from runner.errors import PlanRefused
     from runner.job import Job
+    from runner.policy import MoneyRules
     from runner.state import StateStore
 
 
@@ -58,27 +59,26 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     ``run.verify_payees``, or with ``verify`` (warn) when it is off."""
     from runner.cli.approvals import passphrase_for
     from runner.connect import connect
-    from runner.engine.approvals import keep_plan
+    from runner.engine.approvals import keep_plan, rules_for
     from runner.engine.plan import flow_for, make_plan
     from runner.engine.plan_file import document, write_plan
     from runner.engine.plan_signing import PLAN, sign_plan
     from runner.engine.plan_text import plan_lines
     from runner.job import load_job
-    from runner.signatures import read_allowed_signers
 
     loaded = load_job(job)
-    if sign is not None and (output is None or loaded.approvers_path is None):
-        raise click.UsageError("--sign signs the plan file (-o) of a job with run.four_eyes "
-                               "and its run.approvers")
-    if output is not None and sign is None and loaded.run.four_eyes:
-        raise click.UsageError("run.four_eyes: the planner signs the plan file as it is made: "
-                               "add --sign KEY (your SSH private key, listed in run.approvers)")
+    if sign is not None and output is None:
+        raise click.UsageError("--sign signs the plan file (-o) of a job under four eyes")
     path = location_of(state)
     policy = loaded.run.verify_payees
     policy = "warn" if verify and policy == "off" else policy
     # Opened once; made when the payee checks' answers or a plan file's record are kept.
     store, exists = _store(path, keep=policy != "off" or output is not None)
     with store:
+        rules = rules_for(loaded, store)
+        if sign is not None and not rules.four_eyes:
+            raise click.UsageError("--sign signs the plan file of a job under four eyes "
+                                   "(run.four_eyes, or the executor's policy)")
         with connect(loaded, state_dir_of(state), pool=loaded.run.concurrency) as provider:
             # What a person reads (text, no plan file, no quotations) streams: the plan
             # keeps its counts, totals and the items it lists, not every row of the batch.
@@ -90,25 +90,37 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                              sink=_drop if streams else None, verify=policy)
         plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
         if output is not None:
-            content = document(plan, loaded, location_text(path))
-            if sign is not None and loaded.approvers_path is not None:
-                signer = sign_plan(content, PLAN, sign, passphrase_for(sign),
-                                   read_allowed_signers(loaded.approvers_path),
-                                   datetime.now(UTC))
+            content = document(plan, loaded, location_text(path), rules)
+            if sign is not None:
+                signer = sign_plan(content, PLAN, sign, passphrase_for(sign), rules.trust(),
+                                   datetime.now(UTC), as_made=True)
                 click.echo(f"signed by {signer.principal} ({signer.key}) as its planner",
                            err=True)
-            keep_plan(store, content)  # kept first: a plan file is never without its record
+            keep_plan(store, content, rules)  # kept first: a plan is never without its record
             digest = write_plan(content, output)
             click.echo(f"plan {content['id']} written to {output} (digest sha256:{digest}); "
                        f"`runner show {output}` lists it, `runner apply {output}` pays it",
                        err=True)
+            if rules.four_eyes and sign is None:
+                click.echo(f"under four eyes its planner signs it (`runner approve {output} "
+                           f"--sign KEY --as-planner`), then {rules.approvals} other key(s) "
+                           f"approve it (`runner approve {output} --sign KEY`)", err=True)
     if fmt == "json":
         click.echo(simplejson.dumps(plan.as_dict(), indent=2))
     else:
         for line in plan_lines(plan):
             click.echo(line)
+        if rules.four_eyes and output is None:
+            click.echo(f"under four eyes ({_source(loaded, rules)}) a run is refused: money "
+                       f"moves only through an approved plan file (-o PLAN)")
     return ExitCode.USAGE if plan.stops else ExitCode.FUNDS_SHORT if plan.short \
         else ExitCode.OK
+
+
+def _source(job: Job, rules: MoneyRules) -> str:
+    if not job.rules.four_eyes and rules.remembered is not None:
+        return f"the batch was planned so, plan {rules.remembered.plan_id}"
+    return "run.four_eyes" if job.run.four_eyes else rules.source
 
 
 def _drop(planned: Any) -> None:

@@ -217,13 +217,14 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
             # admitted or sent, and before the slow part of its start.
             with st.join(admission.job_name) as worker:
                 loaded, applied = admission.admit(st)
-                if templates is None:  # a plan file's job, known once it is admitted
-                    templates = check_summary(loaded)
+                if templates is None:  # a plan file's job, known once it is admitted: its
+                    templates = check_summary(loaded, _templates_of(applied))  # templates
                 options = RunOptions(concurrency=concurrency, allow_partial=allow_partial,
                                      confirm=True if confirm_only else None,
                                      confirm_only=confirm_only, retry_failed=retry_failed,
                                      include_unchanged=include_unchanged, applied=applied,
-                                     allow_duplicates=allow_duplicates)
+                                     allow_duplicates=allow_duplicates,
+                                     approved_as="--yes" if yes else "no terminal to ask")
                 with progress, connect(loaded, state_dir_of(state),
                                        pool=options.workers(loaded)) as provider:
                     result = run_job(loaded, provider, worker, options, hooks, clock)
@@ -248,6 +249,15 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
             logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
                                                 code, error)
     sys.exit(code)
+
+
+def _templates_of(applied: AppliedPlan | None) -> dict[str, str] | None:
+    """The summary templates a plan file covers (name -> sha256): those the run renders."""
+    if applied is None:
+        return None
+    listed = applied.document["job"].get("templates")
+    return {str(t.get("name")): str(t.get("sha256")) for t in listed if isinstance(t, dict)} \
+        if isinstance(listed, list) else {}
 
 
 def _measured(seen: RunMetrics, result: RunResult) -> None:

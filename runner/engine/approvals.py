@@ -1,14 +1,17 @@
-"""What `runner apply` admits of a plan file, and four eyes (``run.four_eyes``): money moves
-only through a plan file its planner signed and other keys of the job's approvers approved.
+"""What `runner apply` admits of a plan file, and four eyes: money moves only through a plan
+file its planner signed and other keys approved, under the rules of ``runner.policy`` (the
+executor's policy, made stricter by the job file, and by what the state remembers of the
+batch: ``StateStore.rules``).
 
 ``require_plan`` is the gate every path that moves money passes: a run that is not the
 application of a plan file (`runner run`, with or without ``--retry-failed``, and `runner
-confirm`) is refused before anything is opened or sent.
+confirm`) of a job or a batch under four eyes is refused before anything is sent.
 
 ``keep_plan`` keeps a plan file in the state as `runner plan -o` makes it (its digest is
-what an unsigned plan must still have when it is applied); ``admit`` takes a plan file to
-apply only when nothing of it was edited (against the state's copy: ``edits`` names each
-field changed; or, signed, against its signatures: ``runner.engine.plan_signing``), then as
+what an unsigned plan must still have when it is applied) and, under four eyes, that the
+batch is planned under it; ``admit`` takes a plan file to apply only when nothing of it
+was edited (against the state's copy: ``edits`` names each field changed; or, signed,
+against its signatures: ``runner.engine.plan_signing``), then as
 ``runner.engine.plan_file.precheck`` allows; a plan applied before comes back with its run,
 which applying it again resumes.
 """
@@ -31,48 +34,65 @@ from runner.engine.plan_file import (
 )
 from runner.errors import NeedsApproval, PlanRefused
 from runner.job import Job, load_job
+from runner.policy import BatchRules, MoneyRules
 from runner.state import PlanFileRecord, StateStore
 
 
-def require_plan(job: Job, applying: bool) -> None:
-    """NeedsApproval unless money may move for ``job`` this way: under ``run.four_eyes``
-    only by applying a plan file (``applying``)."""
-    if job.run.four_eyes and not applying:
-        raise NeedsApproval(
-            f"{job.path} has run.four_eyes: money moves only through an approved plan: "
-            f"`runner plan {job.path} -o PLAN --sign KEY`, `runner approve PLAN --sign KEY` "
-            f"by another key of run.approvers, then `runner apply PLAN`; nothing was sent")
+def rules_for(job: Job, state: StateStore) -> MoneyRules:
+    """The rules ``job``'s money obeys on ``state``: its own (the policy's, made stricter by
+    the job file), made as strict as the state remembers its batch was planned."""
+    return job.rules.under(state.rules.of(job.name))
+
+
+def require_plan(job: Job, applying: bool, rules: MoneyRules | None = None) -> None:
+    """NeedsApproval unless money may move for ``job`` this way: under four eyes (``rules``,
+    by default the job's) only by applying a plan file (``applying``)."""
+    rules = rules or job.rules
+    if not rules.four_eyes or applying:
+        return
+    batch = rules.remembered
+    if not job.rules.four_eyes and batch is not None:
+        why = (f"batch {job.name} was planned under four eyes (plan {batch.plan_id}, "
+               f"{batch.recorded_at}), whatever {job.path} says now")
+    elif job.run.four_eyes:
+        why = f"{job.path} has run.four_eyes"
+    else:
+        why = f"{rules.source} asks four eyes for {job.path}"
+    raise NeedsApproval(
+        f"{why}: money moves only through an approved plan: `runner plan {job.path} -o "
+        f"PLAN`, signed by its planner (`--sign KEY`, or `runner approve PLAN --sign KEY "
+        f"--as-planner`), `runner approve PLAN --sign KEY` by another key of the approvers, "
+        f"then `runner apply PLAN`; nothing was sent")
 
 
 def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: str | None,
           applied_by: str, applied_on: str, now: datetime) -> tuple[Job, AppliedPlan]:
     """The plan file ``content`` as `runner apply` may pay it, with its job, or PlanRefused
     with every reason (nothing is sent). A plan the state kept must have kept its digest
-    (each field edited is named). Under four eyes its signatures must hold (``standing``),
-    and the approvers are its signers (``approved_by`` names nobody); else the state must
-    have kept it. Then what ``precheck`` refuses. A plan applied before comes with its run."""
+    (each field edited is named). Under four eyes (``rules_for``: the job's, or the batch's
+    as the state remembers it) its signatures must hold (``standing``), and the approvers
+    are its signers (``approved_by`` names nobody); else the state must have kept it. Then
+    what ``precheck`` refuses. A plan applied before comes with its run."""
     kept = state.plan_file(str(content["id"]))
     if kept is not None and kept.digest != digest:
         raise PlanRefused(["the plan file was edited since it was made: " + "; ".join(
             _shown(edits(json.loads(kept.content), content)) or ["its digest differs"])])
     job = load_job(job_file(content))
     precheck(content, job, now)
-    if job.run.four_eyes:
+    rules = rules_for(job, state)
+    if rules.four_eyes:
         # (Signatures are read with cryptography, imported only where a plan is signed.)
         from runner.engine.plan_signing import check_signatures, signed_approval, standing
-        from runner.signatures import read_allowed_signers
 
         if approved_by:
-            raise PlanRefused(["--approved-by names nobody under run.four_eyes: the plan's "
+            raise PlanRefused(["--approved-by names nobody under four eyes: the plan's "
                                "approvers are the keys that signed it"])
-        assert job.approvers_path is not None  # the job model requires it with four eyes
-        views = check_signatures(content, digest, read_allowed_signers(job.approvers_path),
-                                 now)
-        reasons = standing(views, job.run.approvals).reasons
+        views = check_signatures(content, digest, rules.trust(), now)
+        reasons = standing(views, rules.approvals).reasons
         if reasons:
             raise PlanRefused(reasons)
         if kept is None:  # signed elsewhere: kept now, so that it is applied once
-            keep_plan(state, content)
+            keep_plan(state, content, rules)
         record = signed_approval(content, digest, views, applied_by, applied_on, now)
     elif kept is None:
         raise PlanRefused([f"plan {content['id']} was not made against the state "
@@ -84,12 +104,18 @@ def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: 
     return job, AppliedPlan(content, digest, record, kept.run_id if kept else None)
 
 
-def keep_plan(state: StateStore, content: dict[str, Any]) -> None:
+def keep_plan(state: StateStore, content: dict[str, Any], rules: MoneyRules) -> None:
     """Keep the plan file ``content`` in the state it was made against, as it is made (its
-    digest is what an unsigned plan must still have when it is applied)."""
+    digest is what an unsigned plan must still have when it is applied); under four eyes,
+    that its batch is planned so (``StateStore.rules``), with the signers it was planned
+    with."""
     state.note_plan_file(PlanFileRecord(str(content["id"]), content["job"]["name"],
                                         digest_of(content), canonical(content).decode(),
                                         content["planned_at"]))
+    if rules.four_eyes:
+        state.rules.remember(BatchRules(content["job"]["name"], True, rules.approvals,
+                                        rules.payee_approvals, tuple(rules.signer_texts()),
+                                        str(content["id"]), content["planned_at"]))
 
 
 def edits(made: Any, found: Any, where: str = "") -> list[str]:

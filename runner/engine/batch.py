@@ -9,8 +9,9 @@ once). What the run is asked, its hooks to a terminal and its clock are
    streamed into the state (staged: nothing of it is recorded yet); with ``on_invalid:
    stop`` nothing is sent when anything is invalid (exit 2). A plan file being applied
    (`runner apply`) is first compared with it: a row, an amount or a rate that moved refuses
-   it (exit 2); else only what it lists to pay is paid. A plan is applied once: applying it
-   again resumes the run that applied it (``_run_of``).
+   it (exit 2, and its first application leaves no run); else only what it lists to pay is
+   paid. A plan is applied once: applying it again resumes the run that applied it
+   (``_run_of``). Every run that goes on records who approved it (``_approval``).
 2. Funds first: before the first POST, what the items to pay draw on each balance (the
    state's quoted amounts, else what validation estimates from the rates) against what it
    holds; when it cannot be covered nothing is sent (exit 4) unless ``allow_partial``.
@@ -43,14 +44,16 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from runner import lifecycle
-from runner.engine.approvals import require_plan
+from runner.credentials import redact
+from runner.engine.approvals import require_plan, rules_for
 from runner.engine.flow import Flow, Run
 from runner.engine.options import Clock, RunHooks, RunOptions, Tally
 from runner.engine.pages import Pages, Stager, give_up
-from runner.engine.plan import CHANGED, Plan, balances, make_plan
+from runner.engine.plan import CHANGED, Plan, balances, make_plan, who
 from runner.engine.plan_file import AppliedPlan, compare, restrict
 from runner.engine.rerun import inputs_digest, repeat, unchanged
 from runner.engine.sharing import share_rate
@@ -63,7 +66,7 @@ from runner.lifecycle import PlanAction, Step
 from runner.logs import bind, event
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
-from runner.state import ItemRecord, StateStore, Worker
+from runner.state import Approval, ItemRecord, StateStore, Worker
 from runner.summary.items_csv import Spool
 from runner.summary.model import Summary, build_summary, read_runs
 from runner.summary.status import status_lines
@@ -97,8 +100,10 @@ def run_job(job: Job, provider: Provider, worker: Worker, options: RunOptions | 
     options = options or RunOptions()
     hooks = hooks or RunHooks()
     clock = clock or Clock()
-    require_plan(job, options.applied is not None)  # four eyes: before anything is written
     state = worker.state
+    # Four eyes (the policy's, the job's, or the batch's as the state remembers it): before
+    # anything is written.
+    require_plan(job, options.applied is not None, rules_for(job, state))
     digest = inputs_digest(job)
     # (--allow-duplicates too: an item held as a possible duplicate is work left, so a
     # batch with none has nothing it could pay.)
@@ -135,7 +140,8 @@ def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hook
             share_rate(provider, state, job.name, float(job.run.rate_limit), clock)
         ending, plan, round_key = _plan_step(job, provider, options, hooks, flow, run_id,
                                              digest)
-        if ending is None:
+        if ending is None:  # the plan stands: this run is approved, and says by whom
+            state.note_approval(run_id, _approval(options, hooks, digest, clock))
             # With wait_for_final 0, what this run confirms is not polled (it is due after
             # the plan), what earlier runs confirmed is, once.
             until = state.clock() if job.run.wait_for_final <= 0 else float("inf")
@@ -153,8 +159,10 @@ def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hook
     if summary is None and not ending.refused and not ending.message:
         ending.message = "this worker's share is done; the worker that finishes the " \
                          "job writes its summary"
+    if ending.refused and _forgotten(state, run_id, options.applied):
+        return RunResult(code, ending.message, None, None, plan)
     state.end_run(run_id, code, summary.counts if summary else {},
-                  ending.note or ending.message, summary.digest if summary else None)
+                  redact(ending.note or ending.message), summary.digest if summary else None)
     if summary is not None:
         read_runs(summary, state)
     return RunResult(code, ending.message, summary,
@@ -170,13 +178,36 @@ def record_exit(state: StateStore, result: RunResult, exit_code: int) -> None:
     state.note_exit(result.run_id, exit_code)
 
 
+def _approval(options: RunOptions, hooks: RunHooks, digest: str, clock: Clock) -> Approval:
+    """Who approved this run: the plan file's planner and approvers (`runner apply`); else
+    the person who ran it, and how (the question answered on a terminal, ``--yes`` ...),
+    with the digest of the inputs it was given as its plan's."""
+    if options.applied is not None:
+        return options.applied.approval
+    user, host = who()
+    at = datetime.fromtimestamp(clock.now(), UTC).isoformat(timespec="seconds") \
+        .replace("+00:00", "Z")
+    how = "answered yes on a terminal" if hooks.ask is not None else options.approved_as
+    return Approval(digest, user, host, at, f"{user} ({how})", user, host, at)
+
+
+def _forgotten(state: StateStore, run_id: int, applied: AppliedPlan | None) -> bool:
+    """A plan file applied for the first time and refused (or not confirmed on the
+    terminal) leaves no run: its run is forgotten and the plan bound to none. True when
+    so."""
+    if applied is None or applied.run_id is not None:
+        return False
+    state.forget_run(run_id)
+    return True
+
+
 def _stopped(state: StateStore, run_id: int, error: BaseException) -> None:
     """The run's row closed after ``error`` stopped it (the plan's checks, the state, a
     Ctrl-C before the run could stop gracefully, a bug), with the exit code the command
     exits with and why: ``runner status`` says how it ended, where a row left open would
     read as a process that died. A run that had ended keeps its end."""
     if isinstance(error, RunnerError):
-        code, why = error.exit_code, " ".join(str(error).split())
+        code, why = error.exit_code, redact(" ".join(str(error).split()))
     elif isinstance(error, KeyboardInterrupt):
         code, why = ExitCode.INTERRUPTED, "interrupted before it could stop gracefully"
     else:  # a bug: its type only (what a bug's text holds is not known)
@@ -190,17 +221,15 @@ def _stopped(state: StateStore, run_id: int, error: BaseException) -> None:
 def _run_of(job: Job, state: StateStore, applied: AppliedPlan | None) -> int:
     """This run's id: for a plan applied before, the run that applied it, resumed (a plan is
     applied once; with a shared state, a worker joining that run while it is live is a run
-    of its own); else a new run, which a plan being applied records as its own."""
+    of its own); else a new run, which a plan being applied records as its own once the
+    plan made now shows it may be paid (``_plan``: a refused plan leaves no run)."""
     if applied is not None and applied.run_id is not None:
         if state.reopen_run(applied.run_id):
             log.info("plan %s was applied by run %d: resuming it", applied.document["id"],
                      applied.run_id)
             return applied.run_id
         return state.start_run(job.name, str(job.path))
-    run_id = state.start_run(job.name, str(job.path))
-    if applied is not None:
-        state.note_plan_applied(str(applied.document["id"]), run_id)
-    return run_id
+    return state.start_run(job.name, str(job.path))
 
 
 def _finishes(worker: Worker, digest: str, round_key: str) -> bool:
@@ -220,7 +249,7 @@ def _summary(job: Job, state: StateStore, run_id: int, ending: Ending) -> Summar
     refused = [(s.external_id, f"row {s.row}: {s.why}")
                for s in state.staged_with(job.name, (PlanAction.REFUSED,))]
     spool = Spool()  # the reports' CSV, written in the same read of the items
-    summary = build_summary(state, job.name, secrets=job.secrets(), refused=refused,
+    summary = build_summary(state, job.name, secrets=job.credentials(), refused=refused,
                             notes=[ending.message], each=spool.add)
     summary.spool = spool
     state.note_lines(run_id, status_lines(summary))
@@ -287,8 +316,8 @@ def _plan(job: Job, provider: Provider, options: RunOptions, hooks: RunHooks,
         for p in plan.items:
             if p.valid is not None:
                 stager(p)
-        if options.applied.run_id is None:  # applied again: its first approval stands
-            state.note_approval(run_id, options.applied.approval)
+        if options.applied.run_id is None:  # the plan is this run's (applied once)
+            state.note_plan_applied(str(options.applied.document["id"]), run_id)
     stager.flush()
     state.note_checks(run_id, plan.report.invalid, plan.counts.get(PlanAction.REFUSED, 0))
     if plan.allow_duplicates:

@@ -37,6 +37,9 @@ class RunOptions:
     include_unchanged: bool = False  # and those refused for good whose row is unchanged
     allow_duplicates: bool = False  # pay possible duplicates (recorded with the run)
     applied: AppliedPlan | None = None  # `runner apply`: pay what this plan lists, or refuse
+    # How a run that applies no plan file was approved, as its approval says (the run's
+    # question answered yes on a terminal says so itself): "--yes", "no terminal" ...
+    approved_as: str = "no question asked"
 
     def workers(self, job: Job) -> int:
         """Calls in flight at once."""

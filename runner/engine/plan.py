@@ -283,7 +283,7 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
                 allow_duplicates=allow_duplicates, on_invalid=job.run.on_invalid,
                 made_by=made_by, made_on=made_on, state=state.location,
                 streamed=sink is not None)
-    clean = Scrubber(job.secrets())  # provider messages may echo what they were sent
+    clean = Scrubber(job.credentials())  # provider messages may echo what they were sent
     found: dict[str, Need] = {}
     pending: list[tuple[ValidItem, Price | None]] = []
     payees = None
@@ -291,7 +291,8 @@ def make_plan(job: Job, provider: Provider, state: StateStore, flow: Flow[Any, A
         plan.verify = verify
         payees = PayeeChecks(job.name, kind_named(job.kind).payee, provider, state, verify,
                              float(job.run.verify_for), flow.policy,
-                             workers or job.run.concurrency, flow.clock)
+                             workers or job.run.concurrency, flow.clock,
+                             job.rules.under(state.rules.of(job.name)))
         plan.payee_offered = payees.offered
     duplicates = Duplicates(state, job, allow_all=allow_duplicates)
 
@@ -459,7 +460,7 @@ def _quote(job: Job, provider: Provider, plan: Plan, policy: RetryPolicy) -> Non
     kind = kind_named(job.kind)
     assert kind.quote is not None
     stamp = dry_run_stamp()
-    clean = Scrubber(job.secrets())
+    clean = Scrubber(job.credentials())
     todo = [p for p in plan.to_pay if p.valid is not None and p.step == Step.NEW]
 
     def one(p: PlannedItem) -> None:

@@ -2,23 +2,27 @@
 and what `runner apply PLAN` checks before it pays exactly what the plan lists.
 
 The file is JSON (``"format": "runner plan"``, ``"version": 2``): its ``id``, the job (its
-name, kind, file and rows file with their sha256), the state it was planned against, who
-planned it (user and host) and when, until when it may be applied (``run.plan_valid_for``),
-and every row: its action, the external_id it goes out under (``ref``, of ``lineage``), its
-request's fingerprint, who it pays (beneficiary, payer, account masked to its last four),
-its amount, fee (with ``--quote``), rate and what the beneficiary receives, and the balance
-it draws on; then the balances; last the ``signatures`` (``runner.engine.approvals``).
-Amounts are exact decimals written as text. Nothing secret is in it: the job file is hashed,
-not read into it, fingerprints leave card data out, and accounts are masked.
+name, kind, file and rows file with their sha256, the approvers file's, and each summary
+template's: everything that decides what is paid or reported), the rules it was made under
+(four eyes, how many approvals, the executor's policy account), the state it was planned
+against, who planned it (user and host) and when, until when it may be applied
+(``run.plan_valid_for``), and every row: its action, the external_id it goes out under
+(``ref``, of ``lineage``), its request's fingerprint, who it pays (beneficiary, payer,
+account masked to its last four), its amount, fee (with ``--quote``), rate and what the
+beneficiary receives, and the balance it draws on; then the balances; last the
+``signatures`` (``runner.engine.approvals``). Amounts are exact decimals written as text.
+Nothing secret is in it: the job file is hashed, not read into it, fingerprints leave card
+data out, and accounts are masked.
 
 The plan's ``digest`` is the sha256 of its canonical JSON (sorted keys, no spaces, ASCII),
 ``signatures`` left out: the same for any layout of the same content, different for any
 edit of it. ``runner plan -o`` keeps the plan in the state under its id; signatures sign it.
 
-``precheck`` refuses without reading the provider (four eyes, expiry, the job file changed);
-``compare`` refuses what the plan made again shows changed (a row, an amount, a rate moved by
-more than ``run.max_rate_change`` percent, the rows file); ``restrict`` leaves the run only
-what the plan lists to pay, under the external_ids it lists.
+``precheck`` refuses without reading the provider (expiry, another job, the job file, its
+approvers file or a summary template changed); ``compare`` refuses what the plan made again
+shows changed (a row, an amount, a rate moved by more than ``run.max_rate_change`` percent,
+the rows file); ``restrict`` leaves the run only what the plan lists to pay, under the
+external_ids it lists.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from runner.job import Job
 from runner.job.sources import open_regular
 from runner.job.strict_json import strict_loads
 from runner.lifecycle import TO_PAY, PlanAction
+from runner.policy import MoneyRules
 from runner.state import Approval
 from runner.state.files import write_private
 
@@ -68,8 +73,8 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
-    """The plan as the file holds it (unsigned)."""
+def document(plan: Plan, job: Job, state: str, rules: MoneyRules) -> dict[str, Any]:
+    """The plan as the file holds it (unsigned), under ``rules`` (the job's on this state)."""
     rows, approvers = job.rows_path, job.approvers_path
     valid_until = plan.made_at + timedelta(seconds=float(job.run.plan_valid_for))
     return {
@@ -78,19 +83,31 @@ def document(plan: Plan, job: Job, state: str) -> dict[str, Any]:
                 "sha256": sha256_of(job.path),
                 "rows_file": str(rows.resolve()) if rows is not None else None,
                 "rows_sha256": sha256_of(rows) if rows is not None else None,
-                "approvers_sha256": sha256_of(approvers) if approvers is not None else None},
+                "approvers_sha256": sha256_of(approvers) if approvers is not None else None,
+                "templates": templates_of(job)},
         "state": state,
         "planned_by": {"user": plan.made_by, "host": plan.made_on},
         "planned_at": iso(plan.made_at), "valid_until": iso(valid_until),
         "quoted": plan.quoted, "retry_failed": plan.retry_failed,
         "include_unchanged": plan.include_unchanged,
         "allow_duplicates": plan.allow_duplicates,
-        "max_rate_change": str(job.run.max_rate_change), "four_eyes": job.run.four_eyes,
+        "max_rate_change": str(job.run.max_rate_change), "four_eyes": rules.four_eyes,
+        "approvals": rules.approvals if rules.four_eyes else None, "policy": rules.account,
         "counts": plan.counts, "stops": plan.stops, "shortfall": plan.shortfall(),
         "balances": [n.as_dict() for n in plan.needs],
         **({"payee_checks": plan.payee_checks()} if plan.verify else {}),
         "items": [p.as_dict() for p in plan.items], SIGNATURES: []}
 
+
+
+def templates_of(job: Job) -> list[dict[str, str]]:
+    """The job's own summary templates as a plan covers them: each by name, with its file
+    and sha256 (``runner.summary.render.summary_files``: the named one, its sibling, and
+    every template they use)."""
+    from runner.summary.render import summary_files
+
+    return [{"name": f.name, "file": str(f.path.resolve()), "sha256": f.sha256}
+            for f in summary_files(job).values()]
 
 
 def canonical(content: dict[str, Any]) -> bytes:
@@ -170,8 +187,25 @@ def precheck(content: dict[str, Any], job: Job, now: datetime) -> None:
     approvers = job.approvers_path
     if approvers is not None and sha256_of(approvers) != content["job"].get("approvers_sha256"):
         reasons.append(f"the approvers file {approvers} changed since the plan")
+    reasons += _templates_changed(content, job)
     if reasons:
         raise PlanRefused(reasons)
+
+
+def _templates_changed(content: dict[str, Any], job: Job) -> list[str]:
+    """The summary templates (``templates_of``) added, removed or edited since the plan."""
+    planned = content["job"].get("templates")
+    then = {t.get("name"): t for t in planned if isinstance(t, dict)} \
+        if isinstance(planned, list) else {}
+    now = {t["name"]: t for t in templates_of(job)}
+    changed = [f"the summary template {t['file']} changed since the plan"
+               for name, t in now.items() if name in then and then[name].get("sha256") !=
+               t["sha256"]]
+    changed += [f"the summary template {t['file']} is new since the plan"
+                for name, t in now.items() if name not in then]
+    changed += [f"the summary template {t.get('file')} is gone since the plan"
+                for name, t in then.items() if name not in now]
+    return changed
 
 
 def valid_until(content: dict[str, Any]) -> datetime:

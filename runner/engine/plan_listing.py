@@ -157,7 +157,7 @@ def lines(listing: Listing) -> list[str]:
            f"digest sha256:{listing.digest}",
            f"planned by {planner['user']} on {planner['host']} at {c['planned_at']}, "
            f"{priced}; valid until {c['valid_until']}",
-           f"state: {c['state']}"]
+           f"state: {c['state']}", _rules_line(c)]
     to_pay = listing.to_pay
     out.append(f"to pay: {len(to_pay)} item(s)")
     out += ["  " + row for row in _table(to_pay)]
@@ -228,11 +228,29 @@ def _need(b: dict[str, Any]) -> Need:
                 int(b.get("fee_samples") or 0))
 
 
+def _rules_line(c: dict[str, Any]) -> str:
+    """What the plan was made under, and the files it covers (their bytes must be the same
+    when it is applied)."""
+    job = c["job"]
+    rules = f"four eyes, {c.get('approvals') or 1} approval(s)" if c.get("four_eyes") else \
+        "no four eyes"
+    if c.get("policy"):
+        rules += f", the executor's policy account {c['policy']}"
+    files = ["the job file"] + (["the rows file"] if job.get("rows_file") else []) + \
+        (["the approvers file"] if job.get("approvers_sha256") else [])
+    templates = job.get("templates")
+    names = [str(t.get("name")) for t in templates if isinstance(t, dict)] \
+        if isinstance(templates, list) else []
+    if names:
+        files.append(f"summary template(s) {', '.join(names)}")
+    return f"rules: {rules}; covers {', '.join(files)}"
+
+
 def _signature_lines(listing: Listing) -> list[str]:
     if not listing.signatures:
         return ["signatures: none (an unsigned plan)"]
     out = [f"signatures{': ' + listing.approvals if listing.approvals else ''}:"]
-    out += [f"  {s.role}: {s.principal or 'a key not in run.approvers'} ({s.key}) at "
+    out += [f"  {s.role}: {s.principal or 'a key not trusted'} ({s.key}) at "
             f"{s.signed_at}: {s.verdict}" for s in listing.signatures]
     return out
 

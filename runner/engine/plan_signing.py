@@ -17,8 +17,12 @@ the signature's key. ``ssh-keygen -Y verify -f APPROVERS -I PRINCIPAL -n runner-
 checks one by hand, given those three lines on its input.
 
 Four eyes holds when the planner's key signed (as planner: the plan's ``planned_by`` is
-that key's principal) and ``run.approvals`` other keys approved: each key counts once, the
-planner's never as an approver, and any signature that does not hold refuses the plan.
+that key's principal, or, for a plan the executor made unsigned, ``runner approve PLAN
+--as-planner`` signed it without changing it) and as many other keys approved as the rules
+ask (``runner.policy``: the executor's policy, the job, the state's memory of the batch):
+each key counts once, the planner's never as an approver, and any signature that does not
+hold refuses the plan. Who may sign is a ``runner.policy.Trust``: every list of allowed
+signers the rules name must let the key sign.
 """
 
 from __future__ import annotations
@@ -39,22 +43,31 @@ from runner.engine.plan_file import (
     write_plan,
 )
 from runner.engine.plan_listing import Listing, SignatureView
-from runner.errors import FileUnreadable, JobError, JobErrors, PlanRefused, SigningError
+from runner.errors import (
+    FileUnreadable,
+    JobError,
+    JobErrors,
+    PlanRefused,
+    PolicyRefused,
+    SigningError,
+)
 from runner.job import approval_rules
+from runner.policy import Trust, policy_path, read_policy
 from runner.signatures import (
-    AllowedSigner,
     fingerprint,
     key_blob,
     load_signing_key,
     read_allowed_signers,
     sign,
-    signer_of,
     verify,
 )
 from runner.state import Approval, Signer
 
 NAMESPACE = "runner-plan"
 PLAN, APPROVE = "plan", "approve"
+NO_PLANNER = ("it is not signed by its planner (`runner plan JOB -o PLAN --sign KEY` signs a "
+              "plan as it is made; `runner approve PLAN --sign KEY --as-planner` one the "
+              "executor made)")
 
 
 def message(digest: str, role: str, signed_at: str) -> bytes:
@@ -63,36 +76,39 @@ def message(digest: str, role: str, signed_at: str) -> bytes:
 
 
 def sign_plan(content: dict[str, Any], role: str, key_file: Path,
-              passphrase: Callable[[], str | None], signers: list[AllowedSigner],
-              now: datetime) -> SignatureView:
+              passphrase: Callable[[], str | None], trust: Trust, now: datetime,
+              as_made: bool = False) -> SignatureView:
     """Sign the plan ``content`` (in place) with the key in ``key_file`` as its planner
-    (``PLAN``: the plan then names the key's principal as its planner) or an approver.
-    SigningError when the key may not: not in the approvers, or it signed this plan already
-    (a planner does not approve his own plan)."""
+    (``PLAN``) or an approver. A plan its planner signs as it is made (``as_made``: `runner
+    plan -o --sign`) names the key's principal as its planner; a plan made unsigned (by
+    the executor) is signed by its planner as it is (its digest is the state's). SigningError
+    when the key may not: not trusted, or it signed this plan already (a planner does not
+    approve his own plan), or the plan has its planner's signature already."""
     key = load_signing_key(key_file, passphrase)
     blob = key_blob(key.public_key())
     found = fingerprint(blob)
-    line, why = signer_of(signers, blob, NAMESPACE, now)
+    line, why = trust.signer(blob, NAMESPACE, now)
     if line is None:
         raise SigningError(f"the key {key_file} ({found}) cannot sign this job's plans: {why}")
-    if role == PLAN:
-        content[SIGNATURES] = []
+    views = check_signatures(content, digest_of(content), trust, now) \
+        if content[SIGNATURES] else []
+    done = [v for v in views if v.key == found]
+    if done:
+        signed = "planned" if done[0].role == PLAN else "approved"
+        raise SigningError(f"the key {key_file} ({found}, {line.principals}) {signed} "
+                           f"this plan already: another key approves it")
+    if role == PLAN and any(v.role == PLAN for v in views):
+        raise SigningError("the plan has its planner's signature already")
+    if role == PLAN and as_made:
         content["planned_by"] = {**content["planned_by"], "user": line.principals,
                                  "key": found}
-    else:
-        done = [v for v in check_signatures(content, digest_of(content), signers, now)
-                if v.key == found]
-        if done:
-            signed = "planned" if done[0].role == PLAN else "approved"
-            raise SigningError(f"the key {key_file} ({found}, {line.principals}) {signed} "
-                               f"this plan already: another key approves it")
     signed_at = iso(now)
     content[SIGNATURES].append({"role": role, "signed_at": signed_at, "signature": sign(
         key, message(digest_of(content), role, signed_at), NAMESPACE)})
     return SignatureView(role, line.principals, found, signed_at, "valid")
 
 
-def check_signatures(content: dict[str, Any], digest: str, signers: list[AllowedSigner],
+def check_signatures(content: dict[str, Any], digest: str, trust: Trust,
                      now: datetime) -> list[SignatureView]:
     """Each signature of the plan as it holds: "valid", or why not (it does not verify, its
     key is not an approver's or signed before, a second planner)."""
@@ -111,7 +127,7 @@ def check_signatures(content: dict[str, Any], digest: str, signers: list[Allowed
             views.append(SignatureView(role, "", "", at, f"does not verify: {exc}"))
             continue
         key = fingerprint(blob)
-        line, verdict = signer_of(signers, blob, NAMESPACE, now)
+        line, verdict = trust.signer(blob, NAMESPACE, now)
         principal = line.principals if line is not None else ""
         if role not in (PLAN, APPROVE):
             verdict = f"an unknown role {role!r}"
@@ -119,8 +135,10 @@ def check_signatures(content: dict[str, Any], digest: str, signers: list[Allowed
             verdict = f"this key signed the plan already (role {seen[key]})"
         elif role == PLAN and PLAN in seen.values():
             verdict = "a second planner's signature"
-        elif role == PLAN and line is not None and \
+        elif role == PLAN and line is not None and "key" in content["planned_by"] and \
                 content["planned_by"].get("user") != principal:
+            # (A plan signed as it was made names its planner; one the executor made
+            # unsigned is its planner's who signs it so.)
             verdict = f"the plan names {content['planned_by'].get('user')} as its planner"
         seen.setdefault(key, role)
         views.append(SignatureView(role, principal, key, at, verdict or "valid"))
@@ -149,8 +167,7 @@ def standing(views: list[SignatureView], needed: int) -> Standing:
                f"{v.verdict}" for v in views if not v.valid]
     approvals = [v for v in views if v.valid and v.role == APPROVE]
     if not any(v.valid and v.role == PLAN for v in views):
-        refused.append("it is not signed by its planner (`runner plan JOB -o PLAN --sign KEY` "
-                       "signs a plan as it is made)")
+        refused.append(NO_PLANNER)
     wanting = "" if len(approvals) >= needed else (
         f"{len(approvals)} of {needed} approval(s): `runner approve PLAN --sign KEY` by "
         f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's")
@@ -172,16 +189,19 @@ def signed_approval(content: dict[str, Any], digest: str, views: list[SignatureV
 
 @dataclass(frozen=True)
 class Approvers:
-    """Who approves a job's plans, as `runner approve` and `runner show` read them from the
-    job file alone (no provider credentials needed): its keys, and how many approvals."""
+    """Who approves a plan, as `runner approve` and `runner show` read them without the
+    state or provider credentials: the lists of allowed signers (the executor's policy's,
+    where ``RUNNER_POLICY`` names a copy of it, and the job's), and how many approvals the
+    plan asks (`runner apply` holds it to the rules as they are then)."""
 
-    signers: list[AllowedSigner]
+    trust: Trust
     approvals: int
 
 
 def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Approvers:
-    """The approvers of the plan's job (its job file, or ``job_file`` holding the same
-    bytes); PlanRefused when they cannot be read as they were when the plan was made."""
+    """The approvers of the plan (its job file, or ``job_file`` holding the same bytes; the
+    policy account the plan names); PlanRefused when they cannot be read as they were when
+    the plan was made."""
     path = job_file or Path(content["job"]["file"])
     try:
         same = sha256_of(path) == content["job"]["sha256"]
@@ -191,39 +211,72 @@ def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Appro
                           ) from None
     if not same:
         raise PlanRefused([f"the job file {path} is not the one the plan was made from"])
+    if not content.get("four_eyes"):
+        raise PlanRefused([f"the plan of {path} was made without four eyes: its plans are "
+                           "not signed"])
     rules = approval_rules(path)
-    if not rules.four_eyes or rules.approvers is None:
-        raise PlanRefused([f"the job {path} has no run.four_eyes: its plans are not signed"])
-    approvers = path.parent / rules.approvers
+    lists = []
+    account = content.get("policy")
+    if isinstance(account, str):
+        lists.append(_policy_signers(account))
+    if rules.four_eyes and rules.approvers is not None:
+        approvers = path.parent / rules.approvers
+        try:
+            same = sha256_of(approvers) == content["job"].get("approvers_sha256")
+        except (OSError, FileUnreadable):
+            same = False
+        if not same:
+            raise PlanRefused([f"the approvers file {approvers} changed since the plan was "
+                               "made"])
+        lists.append(("run.approvers", read_allowed_signers(approvers)))
+    needed = content.get("approvals")
+    return Approvers(Trust(tuple(lists)),
+                     needed if isinstance(needed, int) else rules.approvals)
+
+
+def _policy_signers(account: str) -> tuple[str, list[Any]]:
+    """The allowed signers of the executor's policy account ``account``, from the copy of
+    the policy ``RUNNER_POLICY`` names here."""
+    found = policy_path()
+    if found is None:
+        raise PlanRefused([f"the plan's approvers are the executor's policy's (account "
+                           f"{account}): set RUNNER_POLICY to (a copy of) that policy file "
+                           "to check them here"])
     try:
-        same = sha256_of(approvers) == content["job"].get("approvers_sha256")
-    except (OSError, FileUnreadable):
-        same = False
-    if not same:
-        raise PlanRefused([f"the approvers file {approvers} changed since the plan was made"])
-    return Approvers(read_allowed_signers(approvers), rules.approvals)
+        policy = read_policy(found)
+    except PolicyRefused as exc:
+        raise PlanRefused([str(exc)]) from None
+    rules = policy.named(account)
+    approvers = policy.approvers_path(rules) if rules is not None else None
+    if approvers is None:
+        raise PlanRefused([f"the policy {found} names no approvers for account {account}"])
+    return f"the policy's approvers ({approvers})", read_allowed_signers(approvers)
 
 
 def approve_plan(path: Path, key_file: Path, passphrase: Callable[[], str | None],
                  job_file: Path | None, now: datetime,
-                 ask: Callable[[Listing], bool] | None = None) -> tuple[SignatureView, str]:
-    """Add an approval signed with the key in ``key_file`` to the plan file at ``path``
+                 ask: Callable[[Listing], bool] | None = None,
+                 role: str = APPROVE) -> tuple[SignatureView, str]:
+    """Add an approval (or, ``role`` PLAN, the planner's signature of a plan the executor
+    made unsigned) signed with the key in ``key_file`` to the plan file at ``path``
     (rewritten whole), after ``ask`` (shown the plan as it stands) said yes. Refused
-    (PlanRefused) for a plan expired, or whose signatures do not hold; SigningError for a
-    key that may not approve it. The signature, and where the approvals now stand."""
+    (PlanRefused) for a plan expired, or whose signatures do not hold (an approval: or that
+    its planner has not signed); SigningError for a key that may not sign it. The signature,
+    and where the approvals now stand."""
     content, digest = read_plan(path)
     approvers = approvers_of(content, job_file)
-    views = check_signatures(content, digest, approvers.signers, now)
+    views = check_signatures(content, digest, approvers.trust, now)
     stands = standing(views, approvers.approvals)
-    if stands.refused:
-        raise PlanRefused(stands.refused)
+    refused = [r for r in stands.refused if role == APPROVE or r != NO_PLANNER]
+    if refused:
+        raise PlanRefused(refused)
     if now > valid_until(content):
         raise PlanRefused([f"the plan expired at {content['valid_until']}; a new plan is "
                            f"made and approved instead"])
     if ask is not None and not ask(Listing(content, digest, views, stands.text)):
         raise PlanRefused(["not approved"])
     before = list(content[SIGNATURES])
-    signed = sign_plan(content, APPROVE, key_file, passphrase, approvers.signers, now)
+    signed = sign_plan(content, role, key_file, passphrase, approvers.trust, now)
     again, _ = read_plan(path)
     if again[SIGNATURES] != before:  # another approval was added meanwhile: keep it
         raise PlanRefused([f"{path} changed while it was being approved: approve it again"])
@@ -244,5 +297,5 @@ def signature_views(content: dict[str, Any], digest: str, job_file: Path | None,
         return [SignatureView(str(e.get("role", "?")) if isinstance(e, dict) else "?", "", "",
                               str(e.get("signed_at", "")) if isinstance(e, dict) else "",
                               f"not checked: {why}") for e in content[SIGNATURES]], ""
-    views = check_signatures(content, digest, approvers.signers, now)
+    views = check_signatures(content, digest, approvers.trust, now)
     return views, standing(views, approvers.approvals).text

@@ -189,7 +189,7 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
         if in_state != booked:
             result.differences.append(Difference(balance, None, "", "statement",
                                                  f"{in_state:,}", f"{booked:,}"))
-    clean = Scrubber(job.secrets())  # a provider's message may echo what it was sent
+    clean = Scrubber(job.credentials())  # a provider's message may echo what it was sent
     result.differences = [replace(d, state=clean(d.state), provider=clean(d.provider))
                           for d in result.differences]
     return result

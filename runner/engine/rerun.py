@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 
 import runner
 from runner.exit_codes import ExitCode
@@ -21,6 +20,7 @@ from runner.job import Job
 from runner.lifecycle import PlanAction
 from runner.state import RunRecord, StateStore, Worker
 from runner.summary.model import PROBLEMS
+from runner.summary.render import summary_files
 
 CHUNK = 1 << 20
 
@@ -33,11 +33,9 @@ def inputs_digest(job: Job) -> str:
         if secret:
             text = text.replace(secret, "")
     h.update(text.encode())
+    for template in summary_files(job).values():  # every one the summary uses
+        h.update(f"\0{template.name}\0{template.sha256}".encode())
     files = [job.rows_path] if job.rows_path is not None else []
-    template = job.summary.template if job.summary else None
-    if template is not None:
-        base = str(job.path.parent / template).removesuffix(".html.j2").removesuffix(".txt.j2")
-        files += [Path(base + ".html.j2"), Path(base + ".txt.j2")]
     for path in files:
         h.update(b"\0" + str(path).encode() + b"\0")
         try:

@@ -1,23 +1,24 @@
-"""The budgets of the template sandbox: job templates end in bounded time and memory.
+"""The budgets of the template sandbox: templates a job brings end in bounded time and memory.
 
 Jinja's sandbox keeps a job file's templates away from Python's internals; it does not keep
 them from looping for ever or building a gigabyte of text (``{% for %}`` in ``{% for %}``
-over large ranges, ``'x' * 10**9``). ``BudgetedSandbox`` adds, per item (one row's templates
-together, between two ``start()``):
+over large ranges, ``'x' * 10**9``). ``BudgetedSandbox`` adds, per rendering (one row's item
+templates together, or one summary, between two ``start()``), a ``Budget``:
 
-- time: ``limits.TEMPLATE_SECONDS`` of the rendering thread's CPU, checked at every loop
-  step, call, filter, operator and output (``over_time`` tells the caller, which refuses the
-  job: a template that slow on one row is slow on all);
-- size: nothing a template computes weighs more than ``limits.TEMPLATE_VALUE_MAX`` (the
-  characters of a text, the items of a list, and what they hold, counted again wherever they
-  repeat), checked before the operations that could make it heavier in one step (``*``,
-  ``**``, ``+``, ``%``, ``~``, ``str.format``, padding, ``replace``) and on every result;
-  integers stay under ``limits.TEMPLATE_INTEGER_BITS_MAX`` bits; loops, ``range`` and the
-  generators filters return stop at ``TEMPLATE_VALUE_MAX`` items; and what an item's
-  templates output, in all, stays under ten times that.
+- time: ``seconds`` of the rendering thread's CPU, checked at every loop step, call, filter,
+  operator and output (``over_time`` tells the caller: a template that slow on one row is
+  slow on all, and a summary that slow is refused whatever it would have said);
+- size: nothing a template computes weighs more than ``value_max`` (the characters of a
+  text, the items of a list, and what they hold, counted again wherever they repeat),
+  checked before the operations that could make it heavier in one step (``*``, ``**``,
+  ``+``, ``%``, ``~``, ``str.format``, padding, ``replace``) and on every result; integers
+  stay under ``limits.TEMPLATE_INTEGER_BITS_MAX`` bits; loops, ``range`` and the generators
+  filters return stop at ``value_max`` items; what is output, in all, stays under
+  ``output_max``, and no text is joined past ``text_max``.
 
-A template over budget fails like any refused template: ``SecurityError``, which
-``runner.job.templating`` reports as "refused by the template sandbox: ...".
+``ITEM`` is the budget of a row's item templates (``runner.job.templating``), ``SUMMARY`` that
+of a summary and its subject (``runner.summary.render``): a summary holds many items' lines.
+A template over budget fails like any refused template: ``SecurityError``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import re
 import string
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import nodes
@@ -37,12 +39,32 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from runner.job.limits import (
+    SUMMARY_OUTPUT_MAX,
+    SUMMARY_SECONDS,
+    SUMMARY_VALUE_MAX,
     TEMPLATE_INTEGER_BITS_MAX,
     TEMPLATE_SECONDS,
     TEMPLATE_VALUE_MAX,
 )
 
-OUTPUT_MAX = 10 * TEMPLATE_VALUE_MAX
+
+@dataclass(frozen=True)
+class Budget:
+    """What one rendering may use: CPU ``seconds``, the weight of any value
+    (``value_max``), the characters output in all (``output_max``) and of any text joined
+    (``text_max``)."""
+
+    seconds: float
+    value_max: int
+    output_max: int
+    text_max: int
+    what: str  # how a message names what is rendered
+
+
+ITEM = Budget(TEMPLATE_SECONDS, TEMPLATE_VALUE_MAX, 10 * TEMPLATE_VALUE_MAX,
+              TEMPLATE_VALUE_MAX, "an item's templates")
+SUMMARY = Budget(SUMMARY_SECONDS, SUMMARY_VALUE_MAX, SUMMARY_OUTPUT_MAX, SUMMARY_OUTPUT_MAX,
+                 "the summary")
 # The filters the transformed templates call: every loop's iterable goes through _EACH, and
 # every `~` through _JOIN (the underscore keeps a job file from naming them by accident).
 _EACH, _JOIN = "_budget_each", "_budget_join"
@@ -57,9 +79,12 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
-    def __init__(self, finalize: Callable[[Any], Any] | None = None, **options: Any) -> None:
+    def __init__(self, finalize: Callable[[Any], Any] | None = None, budget: Budget = ITEM,
+                 **options: Any) -> None:
         super().__init__(**options)
+        self.budget = budget
         self.over_time = False
+        self._weighed: dict[int, tuple[Any, int]] = {}  # id -> (the value, its weight)
         self._deadline = math.inf
         self._output = 0
         self._ticks = 0
@@ -71,30 +96,37 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         self.filters[_EACH] = self._each
         self.filters[_JOIN] = self._join
 
+    def add_filters(self, **filters: Callable[..., Any]) -> None:
+        """More filters, bounded as Jinja's own are."""
+        self.filters.update({name: self._bounded_filter(name, f)
+                             for name, f in filters.items()})
+
     # ---------------------------------------------------------------- the budget
     def start(self) -> None:
-        """A new item: its own time and output budgets."""
+        """A new rendering: its own time and output budgets."""
         self.begin()
         self.arm()
 
     def begin(self) -> None:
-        """A new item: its own output budget; its time budget starts with ``arm``, when a
-        template of it is first rendered by Jinja (``output`` takes no time to speak of)."""
+        """A new rendering: its own output budget; its time budget starts with ``arm``, when
+        a template of it is first rendered by Jinja (``output`` takes no time to speak of)."""
         self._deadline = math.inf
         self._output = 0
         self._ticks = 0
+        self._weighed = {}
         self.over_time = False
 
     def arm(self) -> None:
-        """The item's time budget starts now."""
-        self._deadline = time.thread_time() + TEMPLATE_SECONDS
+        """The rendering's time budget starts now."""
+        self._deadline = time.thread_time() + self.budget.seconds
 
     def output(self, values: Iterable[str]) -> bool:
         """Count texts a template outputs as they are (what ``_finalize`` counts of them):
         True when they fit in the budgets, False (nothing counted) when they would not, for
         the caller to render them through Jinja, which says why."""
         total = sum(len(v) for v in values)
-        if total > TEMPLATE_VALUE_MAX or self._output + total > OUTPUT_MAX:
+        limits = self.budget
+        if total > limits.value_max or self._output + total > limits.output_max:
             return False
         self._output += total
         return True
@@ -105,14 +137,31 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         self._ticks += 1
         if self._ticks % 16 == 0 and time.thread_time() > self._deadline:
             self.over_time = True
-            raise SecurityError(f"rendering took more than {TEMPLATE_SECONDS:g} s of CPU "
+            raise SecurityError(f"rendering took more than {self.budget.seconds:g} s of CPU "
                                 "(a loop too long?)")
+
+    def _refuse_heavy(self, *values: Any) -> None:
+        """``_refuse_heavy`` with what this rendering weighed already: a template cannot
+        change a list or a mapping (the sandbox is immutable), so one handed to filter
+        after filter (a summary's ``summary.failed``) is weighed once. Each is kept until
+        the rendering ends, so that its id names it alone."""
+        limit = self.budget.value_max
+        for value in values:
+            if not isinstance(value, list | dict | tuple):
+                _refuse_heavy(limit, value)
+                continue
+            known = self._weighed.get(id(value))
+            weight = known[1] if known is not None else _weight(value, limit)
+            if known is None:
+                self._weighed[id(value)] = (value, weight)
+            if weight > limit:
+                raise SecurityError(f"a value of more than {limit:,} characters or items")
 
     def bounded(self, value: Any) -> Any:
         """``value`` when within the size budget (a generator: one that stops at it)."""
         if isinstance(value, Iterator):
             return self._each(value)
-        _refuse_heavy(value)
+        self._refuse_heavy(value)
         return value
 
     # ---------------------------------------------------------------- Jinja's hooks
@@ -126,81 +175,84 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any,  # noqa: N805
              **kwargs: Any) -> Any:
         __self.tick()
-        _refuse_heavy(*args, *kwargs.values())
+        limit = __self.budget.value_max
+        __self._refuse_heavy(*args, *kwargs.values())
         wrapped = getattr(__obj, "__wrapped__", __obj)
         owner = getattr(wrapped, "__self__", None)
         method = getattr(wrapped, "__name__", "")
         if isinstance(owner, str | bytes | int) and not isinstance(owner, bool):
             if method == "join" and args:
                 args = (list(__self._each(args[0])), *args[1:])
-                _refuse_joined(owner, args[0])
+                _refuse_joined(limit, owner, args[0])
             elif method in _SIZED_METHODS:
-                _refuse_sizes(*args, *kwargs.values())
+                _refuse_sizes(limit, *args, *kwargs.values())
             elif method in ("format", "format_map") and isinstance(owner, str):
-                _refuse_format_widths(owner)
+                _refuse_format_widths(limit, owner)
             elif method == "replace" and isinstance(owner, str | bytes):
-                _refuse_replacement(owner, *args)
+                _refuse_replacement(limit, owner, *args)
         return __self.bounded(super().call(__context, __obj, *args, **kwargs))
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         self.tick()
-        _refuse_heavy(left, right)
+        limit = self.budget.value_max
+        self._refuse_heavy(left, right)
         if operator == "*":
-            _refuse_repeat(left, right)
-            _refuse_repeat(right, left)
+            _refuse_repeat(limit, left, right)
+            _refuse_repeat(limit, right, left)
         elif operator == "**" and _integer(left) and _integer(right) and right > 0:
             if abs(left) > 1 and math.log2(abs(left)) * right > TEMPLATE_INTEGER_BITS_MAX:
                 raise SecurityError(f"a power over {TEMPLATE_INTEGER_BITS_MAX} bits")
         elif operator == "+" and _sized(left) and _sized(right):
-            if _weight(left) + _weight(right) > TEMPLATE_VALUE_MAX:
-                raise SecurityError(f"adds up past {TEMPLATE_VALUE_MAX:,} characters or items")
+            if _weight(left, limit) + _weight(right, limit) > limit:
+                raise SecurityError(f"adds up past {limit:,} characters or items")
         elif operator == "%" and isinstance(left, str):
-            _refuse_printf_widths(left)
+            _refuse_printf_widths(limit, left)
         return self.bounded(super().call_binop(context, operator, left, right))
 
     def _finalize(self, value: Any) -> Any:
         # No tick: an output in a loop is a loop step, which ticks.
-        weight = len(value) if type(value) is str else _weight(value)
-        if weight > TEMPLATE_VALUE_MAX:
-            raise SecurityError(f"a value of more than {TEMPLATE_VALUE_MAX:,} characters or "
+        limits = self.budget
+        weight = len(value) if type(value) is str else _weight(value, limits.value_max)
+        if weight > limits.value_max:
+            raise SecurityError(f"a value of more than {limits.value_max:,} characters or "
                                 "items")
         if self._value_finalize is not None:
             value = self._value_finalize(value)
         self._output += weight
-        if self._output > OUTPUT_MAX:
-            raise SecurityError(f"an item's templates output more than {OUTPUT_MAX:,} "
+        if self._output > limits.output_max:
+            raise SecurityError(f"{limits.what} output more than {limits.output_max:,} "
                                 "characters")
         return value
 
     def _concat(self, pieces: Iterable[str]) -> str:
         """``"".join`` that counts before it joins (a loop may repeat the same text)."""
-        kept, total = [], 0
+        kept, total, limit = [], 0, self.budget.text_max
         for piece in pieces:
             total += len(piece)
-            if total > TEMPLATE_VALUE_MAX:
-                raise SecurityError(f"makes a text of more than {TEMPLATE_VALUE_MAX:,} "
-                                    "characters")
+            if total > limit:
+                raise SecurityError(f"makes a text of more than {limit:,} characters")
             kept.append(piece)
         return "".join(kept)
 
     def _range(self, *args: int) -> range:
         self.tick()
-        numbers = range(*args)
-        if len(numbers) > TEMPLATE_VALUE_MAX:
-            raise SecurityError(f"a range of more than {TEMPLATE_VALUE_MAX:,} numbers")
+        numbers, limit = range(*args), self.budget.value_max
+        if len(numbers) > limit:
+            raise SecurityError(f"a range of more than {limit:,} numbers")
         return numbers
 
     def _each(self, items: Any) -> Iterator[Any]:
-        """What a loop steps through, one tick a step, at most TEMPLATE_VALUE_MAX steps."""
+        """What a loop steps through, one tick a step, at most ``value_max`` steps."""
+        limit = self.budget.value_max
         for count, item in enumerate(items, start=1):
             self.tick()
-            if count > TEMPLATE_VALUE_MAX:
-                raise SecurityError(f"more than {TEMPLATE_VALUE_MAX:,} steps in one loop")
+            if count > limit:
+                raise SecurityError(f"more than {limit:,} steps in one loop")
             yield item
 
     def _join(self, operands: list[Any]) -> str:
         """The ``~`` operator: its operands as text, weighed before they are joined."""
-        _refuse_heavy(*operands)
+        self._refuse_heavy(*operands)
         return self._concat(str(operand) for operand in operands)
 
     def _bounded_filter(self, name: str, f: Callable[..., Any]) -> Callable[..., Any]:
@@ -209,11 +261,12 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         @functools.wraps(f)
         def bounded(*args: Any, **kwargs: Any) -> Any:
             self.tick()
+            limit = self.budget.value_max
             if name == "join" and len(args) > passed:  # its input may be a generator
                 args = (*args[:passed], list(self._each(args[passed])), *args[passed + 1:])
-            _refuse_heavy(*args, *kwargs.values())
+            self._refuse_heavy(*args, *kwargs.values())
             if len(args) > passed:
-                _refuse_filter_growth(name, args[passed], args[passed + 1:], kwargs)
+                _refuse_filter_growth(limit, name, args[passed], args[passed + 1:], kwargs)
             return self.bounded(f(*args, **kwargs))
 
         return bounded
@@ -234,15 +287,20 @@ class _Budgeted(NodeTransformer):
 
 
 # ---------------------------------------------------------------- the checks
-def _weight(value: Any, limit: int = TEMPLATE_VALUE_MAX) -> int:
+def _weight(value: Any, limit: int) -> int:
     """Characters of text, items of lists and mappings, and what they hold, each time it
-    appears; counting stops past ``limit``."""
+    appears; counting stops past ``limit``. A list counts the items it holds (a summary's
+    lists hold their first items and say, as their length, how many there are)."""
     total, pending = 0, [value]
     while pending and total <= limit:
         item = pending.pop()
         if isinstance(item, str | bytes):
             total += len(item)
-        elif isinstance(item, dict | list | tuple | set | frozenset):
+        elif isinstance(item, list):
+            total += list.__len__(item)
+            if total <= limit:
+                pending.extend(item)
+        elif isinstance(item, dict | tuple | set | frozenset):
             total += len(item)
             if total <= limit:
                 pending.extend(item.items() if isinstance(item, dict) else item)
@@ -253,46 +311,46 @@ def _weight(value: Any, limit: int = TEMPLATE_VALUE_MAX) -> int:
     return total
 
 
-def _refuse_heavy(*values: Any) -> None:
+def _refuse_heavy(limit: int, *values: Any) -> None:
     for value in values:
-        if _weight(value) > TEMPLATE_VALUE_MAX:
-            raise SecurityError(f"a value of more than {TEMPLATE_VALUE_MAX:,} characters or "
-                                "items")
+        if _weight(value, limit) > limit:
+            raise SecurityError(f"a value of more than {limit:,} characters or items")
 
 
-def _refuse_sizes(*values: Any) -> None:
-    if any(_integer(v) and abs(v) > TEMPLATE_VALUE_MAX for v in values):
-        raise SecurityError(f"a width, length or size over {TEMPLATE_VALUE_MAX:,}")
+def _refuse_sizes(limit: int, *values: Any) -> None:
+    if any(_integer(v) and abs(v) > limit for v in values):
+        raise SecurityError(f"a width, length or size over {limit:,}")
 
 
-def _refuse_repeat(sequence: Any, times: Any) -> None:
+def _refuse_repeat(limit: int, sequence: Any, times: Any) -> None:
     if _sized(sequence) and _integer(times) and times > 0:
-        if _weight(sequence) * times > TEMPLATE_VALUE_MAX:
-            raise SecurityError(f"repeats past {TEMPLATE_VALUE_MAX:,} characters or items")
+        if _weight(sequence, limit) * times > limit:
+            raise SecurityError(f"repeats past {limit:,} characters or items")
     elif _integer(sequence) and _integer(times):
         if abs(sequence).bit_length() + abs(times).bit_length() > TEMPLATE_INTEGER_BITS_MAX:
             raise SecurityError(f"a product over {TEMPLATE_INTEGER_BITS_MAX} bits")
 
 
-def _refuse_replacement(text: str | bytes, old: Any = "", new: Any = "", *rest: Any) -> None:
+def _refuse_replacement(limit: int, text: str | bytes, old: Any = "", new: Any = "",
+                        *rest: Any) -> None:
     if not (_sized(old) and _sized(new)):
         return
     count = len(text) + 1 if not old else text.count(old)  # type: ignore[arg-type]
     if rest and _integer(rest[0]) and rest[0] >= 0:
         count = min(count, rest[0])
-    if len(text) + count * (len(new) - len(old)) > TEMPLATE_VALUE_MAX:
-        raise SecurityError(f"a replacement past {TEMPLATE_VALUE_MAX:,} characters")
+    if len(text) + count * (len(new) - len(old)) > limit:
+        raise SecurityError(f"a replacement past {limit:,} characters")
 
 
-def _refuse_format_widths(text: str) -> None:
+def _refuse_format_widths(limit: int, text: str) -> None:
     for _, _, spec, _ in string.Formatter().parse(text):
         if spec and "{" in spec:
             raise SecurityError("a format field whose width is another field")
-        if spec and any(int(n) > TEMPLATE_VALUE_MAX for n in re.findall(r"\d+", spec)):
-            raise SecurityError(f"a format width or precision over {TEMPLATE_VALUE_MAX:,}")
+        if spec and any(int(n) > limit for n in re.findall(r"\d+", spec)):
+            raise SecurityError(f"a format width or precision over {limit:,}")
 
 
-def _refuse_filter_growth(name: str, value: Any, given: tuple[Any, ...],
+def _refuse_filter_growth(limit: int, name: str, value: Any, given: tuple[Any, ...],
                           options: dict[str, Any]) -> None:
     """What a filter would make of ``value`` stays within the budget: those whose output
     can outgrow their input by a multiple are checked by what they were given."""
@@ -301,37 +359,37 @@ def _refuse_filter_growth(name: str, value: Any, given: tuple[Any, ...],
         return options.get(key, given[index] if len(given) > index else default)
 
     if name == "center":
-        _refuse_sizes(option(0, "width"))
+        _refuse_sizes(limit, option(0, "width"))
     elif name == "indent":
         width = option(0, "width", 4)
         lines = str(value).count("\n") + 1
-        _refuse_sizes(width * lines if _integer(width) else len(str(width)) * lines)
+        _refuse_sizes(limit, width * lines if _integer(width) else len(str(width)) * lines)
     elif name == "wordwrap":
         wrap = option(2, "wrapstring")
         if wrap is not None:
-            _refuse_sizes(len(str(wrap)) * (len(str(value)) + 1))
+            _refuse_sizes(limit, len(str(wrap)) * (len(str(value)) + 1))
     elif name == "tojson" and option(0, "indent") is not None:
         raise SecurityError("tojson's indent is not available in job templates")
     elif name == "join":
-        _refuse_joined(option(0, "d", ""), value)
+        _refuse_joined(limit, option(0, "d", ""), value)
     elif name == "format" and isinstance(value, str):
-        _refuse_printf_widths(value)
+        _refuse_printf_widths(limit, value)
     elif name == "replace" and isinstance(value, str):
-        _refuse_replacement(value, *given)
+        _refuse_replacement(limit, value, *given)
 
 
-def _refuse_joined(separator: Any, items: list[Any]) -> None:
-    if _weight(items) + len(str(separator)) * len(items) > TEMPLATE_VALUE_MAX:
-        raise SecurityError(f"joins past {TEMPLATE_VALUE_MAX:,} characters")
+def _refuse_joined(limit: int, separator: Any, items: list[Any]) -> None:
+    if _weight(items, limit) + len(str(separator)) * len(items) > limit:
+        raise SecurityError(f"joins past {limit:,} characters")
 
 
-def _refuse_printf_widths(text: str) -> None:
+def _refuse_printf_widths(limit: int, text: str) -> None:
     for width, precision in _PRINTF.findall(text):
         for number in (width, precision):
             if number == "*":
                 raise SecurityError("a % width or precision given as *")
-            if number and int(number) > TEMPLATE_VALUE_MAX:
-                raise SecurityError(f"a % width or precision over {TEMPLATE_VALUE_MAX:,}")
+            if number and int(number) > limit:
+                raise SecurityError(f"a % width or precision over {limit:,}")
 
 
 def _integer(value: Any) -> bool:

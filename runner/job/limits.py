@@ -35,6 +35,15 @@ TEMPLATE_SECONDS = 0.5
 TEMPLATE_VALUE_MAX = 10_000
 #: Binary digits of an integer a template computes (about 100 decimal digits).
 TEMPLATE_INTEGER_BITS_MAX = 340
+#: CPU seconds that rendering one summary (its text, its HTML or its subject) may take: the
+#: built-in templates take a few hundredths of a second with every list full. A template
+#: over it is refused, before the run (exit 2) or after it (exit 3: the payments stand).
+SUMMARY_SECONDS = 5.0
+#: Characters or list items of any value a summary template is handed or computes (the
+#: summary's lists hold their first 50 items each), and as width, padding or repeat count.
+SUMMARY_VALUE_MAX = 1_000_000
+#: Characters one summary template outputs in all.
+SUMMARY_OUTPUT_MAX = 4_000_000
 
 
 def too_deep(value: Any, limit: int = NESTING_MAX) -> bool:

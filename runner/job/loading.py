@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from runner.credentials import hold
 from runner.errors import FileUnreadable, JobError, JobErrors
 from runner.job.document import Lines, Location, dotted, line_at, read_document
 from runner.job.env import substitute
@@ -43,6 +44,7 @@ from runner.job.strict_json import LONE_SURROGATE
 from runner.job.templating import ItemTemplate, merge
 from runner.job.text import text_problems
 from runner.kinds import kinds
+from runner.policy import policy_path, read_policy, rules_of
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ def load_job(path: str | Path, environ: Mapping[str, str] | None = None) -> Job:
         raise JobErrors(sorted(errors, key=lambda error: error.row or 0)) from None
     job._path = Path(path)
     job._lines = lines
+    hold(*job.credentials())  # masked in whatever this process writes from now on
+    errors += _rules_problems(job, os.environ if environ is None else environ)
     errors += _items_problems(job) + ([] if fixed else _approvers_problems(job))
     if errors:
         raise JobErrors(sorted(errors, key=lambda error: (error.file != file, error.row or 0)))
@@ -127,6 +131,19 @@ def _from_the_environment(tree: Any, lines: Lines, file: str) -> list[JobError]:
     return [JobError(file, line_at(lines, ("run", key)), f"run.{key}", "written in the job "
                      "file itself, not taken from the environment (no ${...} here)")
             for key in FIXED if isinstance(run.get(key), str) and "${" in run[key]]
+
+
+def _rules_problems(job: Job, environ: Mapping[str, str]) -> list[JobError]:
+    """Set the rules the job's money obeys (``runner.policy``: the executor's policy, which
+    ``RUNNER_POLICY`` names, made stricter by the job file); each setting of the job file
+    that would loosen them. PolicyRefused when the policy itself cannot be read."""
+    found = policy_path(environ)
+    policy = read_policy(found) if found is not None else None
+    rules, loosened = rules_of(job.run, job.run.model_fields_set, job.approvers_path, policy,
+                               job.provider.base_url, job.provider.api_key.get_secret_value())
+    job._rules = rules
+    return [JobError(str(job.path), job.line_of(*where), dotted(where), message)
+            for where, message in loosened]
 
 
 def _approvers_problems(job: Job) -> list[JobError]:

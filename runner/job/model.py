@@ -26,12 +26,14 @@ from pydantic import (
     model_validator,
 )
 
+from runner.credentials import Credential
 from runner.errors import FieldProblem
 from runner.job.document import Lines, line_at
 from runner.job.fields import Duration, JobModel, parse_duration
 from runner.job.limits import CONCURRENCY_MAX
 from runner.job.text import UNSEEN, first_unseen
 from runner.kinds import MODULES, kind_named, kinds
+from runner.policy import MoneyRules
 
 
 def _kinds_enum(schema: dict[str, Any]) -> None:
@@ -368,6 +370,13 @@ class Job(JobModel):
 
     _path: Path = PrivateAttr(default=Path("job.yaml"))
     _lines: Lines = PrivateAttr(default_factory=dict)
+    _rules: MoneyRules = PrivateAttr(default_factory=MoneyRules)
+
+    @property
+    def rules(self) -> MoneyRules:
+        """The rules the job's money obeys: the executor's policy, made stricter by the job
+        file (``runner.policy``; set by ``load_job``)."""
+        return self._rules
 
     @property
     def path(self) -> Path:
@@ -402,14 +411,22 @@ class Job(JobModel):
         """The job file's line holding ``path`` (or its nearest parent), for messages."""
         return line_at(self._lines, path)
 
-    def secrets(self) -> list[str]:
-        """The job's credentials, for scrubbing them out of anything written or mailed."""
-        values = [self.provider.api_key.get_secret_value(),
-                  self.provider.api_secret.get_secret_value()]
+    def credentials(self) -> list[Credential]:
+        """The job's credentials (the provider's key and secret, the mail server's
+        password, each with its login), for masking them in anything written or mailed
+        (``runner.credentials``)."""
+        key = self.provider.api_key.get_secret_value()
+        values = [Credential(key), Credential(self.provider.api_secret.get_secret_value(),
+                                              key)]
         email = self.summary.email if self.summary else None
         if email is not None and email.smtp.password is not None:
-            values.append(email.smtp.password.get_secret_value())
+            values.append(Credential(email.smtp.password.get_secret_value(),
+                                     email.smtp.username or None))
         return values
+
+    def secrets(self) -> list[str]:
+        """The job's credentials' secrets."""
+        return [c.secret for c in self.credentials()]
 
     @property
     def item_model(self) -> type[JobModel]:

@@ -13,8 +13,9 @@ Findings (``Finding``), one per item: match, close match (the provider's name sh
 match, account not available, not verifiable (the payer, or this identifier, offers no
 check), not verified (the check was refused or failed; it is asked again next time). Under
 ``hold``, no match, an unavailable account and not verified hold the item (``holds``)
-unless a person accepted its payee (``runner resolve JOB ID --accept-payee``) for the same
-account and name.
+unless its payee (the same account and name, in any batch on the state) was accepted
+(``runner resolve JOB ID --accept-payee``) by as many people as the rules ask, each
+acceptance checked again here (``runner.payees.trust``).
 
 Only the provider's answer about a payee is that payee's finding. A provider that cannot be
 reached, answers "later" after every retry, or refuses the configuration (credentials, an
@@ -39,11 +40,13 @@ from runner.cards import luhn, mask
 from runner.errors import NotFound, ProviderError, stop_if_down
 from runner.lifecycle import PlanAction
 from runner.payees.names import Verdict, compare
+from runner.payees.trust import Accepted, standing
+from runner.policy import MoneyRules
 from runner.provider import Provider
 from runner.provider.retry import RetryPolicy
 from runner.rules import describe, missing
 from runner.state import StateStore
-from runner.state.records import PayeeAcceptance, PayeeCheck
+from runner.state.records import PayeeCheck
 
 POLICIES = ("off", "warn", "hold")
 AVAILABLE = "AVAILABLE"
@@ -214,9 +217,10 @@ class PayeeChecks:
 
     def __init__(self, job_name: str, payee_of: Callable[[Any], Payee] | None,
                  provider: Provider, state: StateStore, policy: str, verify_for: float,
-                 retry: RetryPolicy, workers: int, clock: Callable[[], float] = time.time
-                 ) -> None:
+                 retry: RetryPolicy, workers: int, clock: Callable[[], float] = time.time,
+                 rules: MoneyRules | None = None) -> None:
         self.job_name = job_name
+        self.rules = rules or MoneyRules()  # whose acceptance of a payee holds
         self.payee_of = payee_of
         self.parties = Parties(provider)
         self.state = state
@@ -251,7 +255,8 @@ class PayeeChecks:
         payees = {eid: self.payee_of(item) for eid, item in items}
         if not payees:
             return {}
-        accepted = self.state.payee_acceptances(self.job_name, list(payees))
+        accepted = standing(self.state.payees.acceptances(
+            sorted({p.accepted_as for p in payees.values()})), self.rules)
         kept = self.state.payee_checks(sorted({a for p in payees.values()
                                                if (a := p.account) is not None}))
         now = self.clock()
@@ -272,7 +277,8 @@ class PayeeChecks:
                                           not k.startswith("item ")])
             answers.update(asked)
         return {eid: self._finding(p, answers.get(p.account or f"item {eid}"),
-                                   accepted.get(eid)) for eid, p in payees.items()}
+                                   accepted.get((p.accepted_as, p.name)))
+                for eid, p in payees.items()}
 
     # ------------------------------------------------------------ asking
     def _offer(self, p: Payee) -> Offer | str:
@@ -320,12 +326,11 @@ class PayeeChecks:
 
     # ------------------------------------------------------------ judging
     def _finding(self, p: Payee, answer: PayeeCheck | str | None,
-                 accepted: PayeeAcceptance | None) -> Finding:
+                 accepted: Accepted | None) -> Finding:
         found = self._judge(p, answer)
-        if accepted is not None and accepted.account == p.accepted_as and \
-                accepted.name == p.name and found.result in HOLDS:
-            found = Finding(**{**asdict(found), "accepted_by": accepted.accepted_by,
-                               "accepted_at": accepted.accepted_at})
+        if accepted is not None and accepted.holds and found.result in HOLDS:
+            found = Finding(**{**asdict(found), "accepted_by": ", ".join(accepted.by),
+                               "accepted_at": accepted.at})
         return found
 
     def _judge(self, p: Payee, answer: PayeeCheck | str | None) -> Finding:

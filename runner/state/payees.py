@@ -1,6 +1,6 @@
 """Payee checks in the state (``runner.payees``), on either backend: the provider's answers
 per account, kept to be asked again only once they are older than ``run.verify_for``, and
-the acceptances a person gave.
+the acceptances people gave, by account and name (for every later batch).
 
 An account is a hash of the service, the payer and the identifier; the identifier itself is
 kept masked (its last four characters), for a person to read. No identifier with card data
@@ -41,16 +41,17 @@ class PayeeBook:
                 for c in checks])
 
     def accept_payee(self, acceptance: PayeeAcceptance) -> None:
+        """Record one person's acceptance of a payee (replacing their earlier one of the
+        same account and name)."""
         a = acceptance
-        self.db.write(self.sql("accept_payee"), job_name=a.job_name,
-                      external_id=a.external_id, account=a.account, name=a.name,
+        self.db.write(self.sql("accept_payee"), account=a.account, name=a.name,
+                      signer=a.signer, job_name=a.job_name, external_id=a.external_id,
                       accepted_by=a.accepted_by, accepted_on=a.accepted_on,
-                      accepted_at=a.accepted_at, note=a.note)
+                      accepted_at=a.accepted_at, note=a.note, signature=a.signature)
 
-    def payee_acceptances(self, job_name: str, external_ids: Sequence[str]
-                          ) -> dict[str, PayeeAcceptance]:
-        rows = self.db.read(self.sql("payee_acceptances"), job_name=job_name,
-                            ids=list(external_ids))
-        return {r["external_id"]: PayeeAcceptance(
-            r["job_name"], r["external_id"], r["account"], r["name"], r["accepted_by"],
-            r["accepted_on"], r["accepted_at"], r["note"]) for r in rows}
+    def acceptances(self, accounts: Sequence[str]) -> list[PayeeAcceptance]:
+        """Every acceptance of a payee of ``accounts`` (by any job), the oldest first."""
+        rows = self.db.read(self.sql("accepted_payees"), accounts=list(accounts))
+        return [PayeeAcceptance(r["account"], r["name"], r["signer"], r["job_name"],
+                                r["external_id"], r["accepted_by"], r["accepted_on"],
+                                r["accepted_at"], r["note"], r["signature"]) for r in rows]

@@ -99,6 +99,7 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0015_same_payments": schema.MIGRATION_0015,
     "0016_items_queue": schema.MIGRATION_0016,
     "0017_queue_workers": schema.MIGRATION_0017,
+    "0018_batch_rules_accepted_payees": schema.MIGRATION_0018,
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

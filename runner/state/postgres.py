@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import select
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,6 +44,7 @@ from psycopg.adapt import Dumper
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from runner.credentials import hold
 from runner.errors import StateError, StateUnavailable, StateUnusable
 from runner.state import pg_schema
 from runner.state.connector import Row, Tx
@@ -82,6 +84,7 @@ class PostgresConnector:
         self.location = location
         self.sleep = sleep
         self.sql = Queries("postgresql")
+        hold(os.environ.get("PGPASSWORD"))  # libpq's; masked in whatever runner writes
         options: dict[str, Any] = {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
                                    "application_name": "runner", "row_factory": dict_row}
         # The first connection is made here, not by the pool: what refused it (the server

@@ -269,14 +269,19 @@ class PayeeCheck:
 
 @dataclass(frozen=True, slots=True)
 class PayeeAcceptance:
-    """A person's acceptance of an item's payee despite its check (``runner resolve
-    --accept-payee``): the account and name accepted, who, where, when and why."""
+    """One person's acceptance of a payee despite its check (``runner resolve
+    --accept-payee``): the account and name accepted (trusted in every later batch on this
+    state while the account and the name are these), the item it was accepted for, who
+    (``signer``: the key's fingerprint under four eyes, else the user), where, when and why,
+    and the signature (``runner.payees.accept``) of a signed one."""
 
-    job_name: str
-    external_id: str
     account: str
     name: str
+    signer: str
+    job_name: str
+    external_id: str
     accepted_by: str
     accepted_on: str
     accepted_at: str
     note: str
+    signature: str | None = None

@@ -95,6 +95,9 @@ class RunBook:
         rows = self.db.read(self.sql("plan_file"), id=plan_id)
         return PlanFileRecord(**rows[0]) if rows else None
 
+    def forget_run(self, run_id: int) -> None:
+        self.db.write(self.sql("forget_run"), run_id=run_id)
+
     def note_plan_applied(self, plan_id: str, run_id: int) -> None:
         self.db.write(self.sql("note_plan_applied"), run_id=run_id, id=plan_id)
 

@@ -54,14 +54,18 @@ TABLES: dict[str, frozenset[str]] = {  # in the order the migrations make them
         "account", "service", "payer", "identifier", "account_status", "holder",
         "checked_at"
     }),
-    "payee_acceptances": frozenset({
-        "job_name", "external_id", "account", "name", "accepted_by", "accepted_on",
-        "accepted_at", "note"
-    }),
     "plan_files": frozenset({"id", "job_name", "digest", "content", "made_at", "run_id"}),
     "workers": frozenset({
         "worker_id", "job_name", "run_id", "host", "pid", "boot_id", "pid_ns", "locked",
         "heartbeat_at"
+    }),
+    "batch_rules": frozenset({
+        "job_name", "four_eyes", "approvals", "payee_approvals", "signers", "plan_id",
+        "recorded_at"
+    }),
+    "accepted_payees": frozenset({
+        "account", "name", "signer", "job_name", "external_id", "accepted_by",
+        "accepted_on", "accepted_at", "note", "signature"
     }),
 }
 
@@ -145,4 +149,19 @@ MIGRATION_0017 = (
     "CREATE INDEX idx_items_due ON items (job_name, due_at, row) WHERE due_at IS NOT NULL",
     "CREATE INDEX idx_items_claimed ON items (job_name, claimed_by) "
     "WHERE claimed_by IS NOT NULL",
+)
+
+MIGRATION_0018 = (
+    "CREATE TABLE batch_rules (job_name text PRIMARY KEY, four_eyes bigint NOT NULL, "
+    "approvals bigint NOT NULL, payee_approvals bigint NOT NULL, signers text, "
+    "plan_id text, recorded_at text)",
+    "CREATE TABLE accepted_payees (account text, name text, signer text, job_name text, "
+    "external_id text, accepted_by text, accepted_on text, accepted_at text, note text, "
+    "signature text, PRIMARY KEY (account, name, signer))",
+    "INSERT INTO accepted_payees (account, name, signer, job_name, external_id, "
+    "accepted_by, accepted_on, accepted_at, note) SELECT account, name, accepted_by, "
+    "job_name, external_id, accepted_by, accepted_on, accepted_at, note "
+    "FROM payee_acceptances WHERE account IS NOT NULL ORDER BY accepted_at "
+    "ON CONFLICT DO NOTHING",
+    "DROP TABLE payee_acceptances",
 )

@@ -15,7 +15,7 @@ pid, heartbeat), ``items`` (one row per external_id, the columns of ``ItemRecord
 ``attempts`` (every call: item, step, a summary of the request, start and end, result, HTTP
 status, provider code and message), ``retries`` (each failed item sent again: the attempt
 that failed and the new external_id), ``approvals`` (who planned and approved an applied
-run), ``payee_checks`` and ``payee_acceptances`` (``runner.state.payees``).
+run), ``payee_checks`` and ``accepted_payees`` (``runner.state.payees``).
 """
 
 from __future__ import annotations

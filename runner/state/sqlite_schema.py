@@ -195,3 +195,11 @@ def _queue_workers(db: Database) -> None:
         db.execute(sql)
 
 
+@migrations(name="0018_batch_rules_accepted_payees")
+def _batch_rules(db: Database) -> None:
+    # The rules a batch was planned under (runner.policy.BatchRules): a batch planned under
+    # four eyes stays under it, whatever its job file says later. A payee accepted despite
+    # its check is kept by account and name, for every later batch, one row per person who
+    # accepted it (with their signature under four eyes): it was kept per item.
+    for sql in schema.MIGRATION_0018:
+        db.execute(sql)

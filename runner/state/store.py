@@ -10,7 +10,9 @@ One class for both backends, composed: a ``Connector`` (``runner.state.connector
 or PostgreSQL, each with its SQL in its own dialect, ``runner/state/sql``), the job's lease
 (``runner.state.leases``: one run per job on SQLite, shared on PostgreSQL), and the parts
 that hold the queries: ``runs``, ``items``, ``payees``, ``workers`` (claims and the job's
-steps) and ``passes`` (the staged plan, the passes, the job's outstanding cost). ``dump`` and
+steps) and ``passes`` (the staged plan, the passes, the job's outstanding cost). The parts
+added since are handed out rather than forwarded to: ``rules`` (what a batch was planned
+under, ``runner.state.rules``) and ``payees`` (the payee checks and acceptances). ``dump`` and
 ``load`` move a whole state (``runner state copy``).
 
 Each method that changes something is one committed transaction: when it returns, the change
@@ -36,7 +38,6 @@ from runner.state.records import (
     AttemptRecord,
     ItemChanges,
     ItemRecord,
-    PayeeAcceptance,
     PayeeCheck,
     PlanFileRecord,
     RunRecord,
@@ -44,6 +45,7 @@ from runner.state.records import (
     WorkLeft,
     now_iso,
 )
+from runner.state.rules import BatchRulesBook
 from runner.state.runs import RunBook
 from runner.state.workers import Workers
 
@@ -62,6 +64,9 @@ class StateStore:
         self._payees = PayeeBook(db)
         self._workers = Workers(db, leases)
         self._queue = Queue(db)
+        # Parts handed out (a store of parts: ``StateStore.rules.of(job_name)``).
+        self.rules = BatchRulesBook(db)
+        self.payees = self._payees
 
     @property
     def shared(self) -> bool:
@@ -149,6 +154,11 @@ class StateStore:
         """The plan file kept under ``plan_id``, if any."""
         return self._runs.plan_file(plan_id)
 
+    def forget_run(self, run_id: int) -> None:
+        """A run refused before it sent anything (an apply whose plan file was refused): no
+        run is left of it; one that sent anything stays."""
+        self._runs.forget_run(run_id)
+
     def note_plan_applied(self, plan_id: str, run_id: int) -> None:
         """``run_id`` applies the plan ``plan_id`` (applying it again resumes that run)."""
         self._runs.note_plan_applied(plan_id, run_id)
@@ -232,17 +242,6 @@ class StateStore:
         transaction."""
         self._payees.keep_payee_checks(checks)
 
-    def accept_payee(self, acceptance: PayeeAcceptance) -> None:
-        """Record a person's acceptance of an item's payee (replacing an earlier one)."""
-        self._payees.accept_payee(acceptance)
-
-    def payee_acceptances(self, job_name: str, external_ids: Sequence[str]
-                          ) -> dict[str, PayeeAcceptance]:
-        """external_id -> the acceptance of its payee, for those of ``external_ids`` that
-        have one."""
-        return self._payees.payee_acceptances(job_name, external_ids)
-
-    # ------------------------------------------------------------ attempts (rule 2)
     def begin_attempt(self, run_id: int, external_id: str, step: str,
                       request: Mapping[str, Any],
                       answered: tuple[int, ItemChanges] | None = None) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 
 from runner import lifecycle
 from runner.cards import luhn
+from runner.credentials import HELD, Credential, Redactor
 from runner.lifecycle import Outcome, Shown, Step
 from runner.payees.checks import Finding
 from runner.state import ItemRecord
@@ -240,16 +241,14 @@ def _check(r: ItemRecord) -> str:
 
 
 class Scrubber:
-    """Blanks the job's secrets and masks card-shaped numbers (Luhn-valid, 13-19 digits)."""
+    """Masks the job's credentials in every form (``runner.credentials``), and those the
+    process holds, and card-shaped numbers (Luhn-valid, 13-19 digits)."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        # Very short values would blank ordinary words; real credentials are longer.
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+    def __init__(self, secrets: Iterable[str | Credential]) -> None:
+        self.redact = Redactor(secrets).joined(HELD)
 
     def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return _CARD.sub(_mask_card, text)
+        return _CARD.sub(_mask_card, self.redact(text)) if text else text
 
 
 def _mask_card(match: re.Match[str]) -> str:

@@ -20,6 +20,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 
+from runner.credentials import redact
 from runner.errors import EmailNotSent, FileUnreadable
 from runner.job.model import Email, Smtp
 from runner.job.sources import read_regular
@@ -98,8 +99,7 @@ def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
                            f"{_text(exc.smtp_error)}") from None
     except (smtplib.SMTPException, OSError) as exc:
         raise EmailNotSent(f"cannot send through the mail server {where}: "
-                           f"{exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
-                           ) from None
+                           f"{redact(_os_text(exc))}") from None
     if refused:
         raise EmailNotSent(f"the mail server {where} refused some recipients: "
                            f"{_refusals(refused)}")
@@ -133,7 +133,13 @@ def authorities(path: Path) -> ssl.SSLContext:
 
 
 def _text(error: bytes | str) -> str:
-    return error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
+    """What the mail server said, masked of the credentials runner holds: a server may quote
+    the login it refused (``535 ... authentication failed for <AUTH PLAIN's base64>``)."""
+    return redact(error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error))
+
+
+def _os_text(exc: Exception) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def _refusals(refused: dict[str, tuple[int, bytes]]) -> str:

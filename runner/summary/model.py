@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from runner.credentials import Credential
 from runner.exit_codes import ExitCode
 from runner.kinds import kind_named
 from runner.lifecycle import Call, PlanAction, Shown
@@ -304,14 +305,15 @@ def _iso(when: datetime | None) -> str | None:
     return None if when is None else when.isoformat().replace("+00:00", "Z")
 
 
-def build_summary(store: StateStore, job_name: str, *, secrets: Iterable[str] = (),
+def build_summary(store: StateStore, job_name: str, *,
+                  secrets: Iterable[str | Credential] = (),
                   refused: Iterable[tuple[str, str]] = (),
                   notes: Iterable[str] = (),
                   each: Callable[[ItemLine], None] | None = None) -> Summary:
     """The summary of ``job_name`` as the state holds it now, read a page of items at a
     time: what it holds does not grow with the batch.
 
-    ``secrets`` (the job's credentials) are blanked out of every text; ``refused`` and
+    ``secrets`` (the job's credentials) are masked in every text, in every form; ``refused`` and
     ``notes`` are what only the run that just ended knows (the items another job holds,
     with why; its closing message): the state keeps only their count. ``each`` is handed
     every item's line as it is read (a run's ``items_csv.Spool``)."""

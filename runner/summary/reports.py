@@ -61,7 +61,7 @@ class Delivery:
 
 def summary_of(job: Job, store: StateStore, notes: Iterable[str] = ()) -> Summary:
     """The job's summary from an open store, with its credentials blanked out."""
-    return build_summary(store, job.name, secrets=job.secrets(), notes=notes)
+    return build_summary(store, job.name, secrets=job.credentials(), notes=notes)
 
 
 def render_all(summary: Summary, templates: Templates, csv_file: Path,

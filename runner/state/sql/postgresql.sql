@@ -109,6 +109,27 @@ SELECT * FROM plan_files WHERE id = %(id)s;
 -- note_plan_applied --
 UPDATE plan_files SET run_id = %(run_id)s WHERE id = %(id)s;
 
+-- forget_run --
+-- A run refused before it sent anything (an apply whose plan file was refused): no run.
+DELETE FROM runs WHERE id = %(run_id)s
+  AND NOT EXISTS (SELECT 1 FROM attempts WHERE run_id = %(run_id)s);
+
+-- ---------------------------------------------------------------- the rules of a batch
+
+-- remember_rules --
+-- A batch planned under four eyes stays under it: its first rules are kept, the approvals
+-- only ever raised.
+INSERT INTO batch_rules (job_name, four_eyes, approvals, payee_approvals, signers, plan_id,
+                         recorded_at)
+VALUES (%(job_name)s, 1, %(approvals)s, %(payee_approvals)s, %(signers)s, %(plan_id)s,
+        %(recorded_at)s)
+ON CONFLICT (job_name) DO UPDATE SET four_eyes = 1,
+    approvals = greatest(batch_rules.approvals, excluded.approvals),
+    payee_approvals = greatest(batch_rules.payee_approvals, excluded.payee_approvals);
+
+-- batch_rules --
+SELECT * FROM batch_rules WHERE job_name = %(job_name)s;
+
 -- ---------------------------------------------------------------- the workers
 
 -- workers --
@@ -275,18 +296,19 @@ ON CONFLICT (account) DO UPDATE SET service = excluded.service, payer = excluded
     holder = excluded.holder, checked_at = excluded.checked_at;
 
 -- accept_payee --
-INSERT INTO payee_acceptances (job_name, external_id, account, name, accepted_by,
-                               accepted_on, accepted_at, note)
-VALUES (%(job_name)s, %(external_id)s, %(account)s, %(name)s, %(accepted_by)s,
-        %(accepted_on)s, %(accepted_at)s, %(note)s)
-ON CONFLICT (job_name, external_id) DO UPDATE SET account = excluded.account,
-    name = excluded.name, accepted_by = excluded.accepted_by,
+-- One person's acceptance of a payee (its account and name), replacing their earlier one.
+INSERT INTO accepted_payees (account, name, signer, job_name, external_id, accepted_by,
+                             accepted_on, accepted_at, note, signature)
+VALUES (%(account)s, %(name)s, %(signer)s, %(job_name)s, %(external_id)s,
+        %(accepted_by)s, %(accepted_on)s, %(accepted_at)s, %(note)s, %(signature)s)
+ON CONFLICT (account, name, signer) DO UPDATE SET job_name = excluded.job_name,
+    external_id = excluded.external_id, accepted_by = excluded.accepted_by,
     accepted_on = excluded.accepted_on, accepted_at = excluded.accepted_at,
-    note = excluded.note;
+    note = excluded.note, signature = excluded.signature;
 
--- payee_acceptances --
-SELECT * FROM payee_acceptances
-WHERE job_name = %(job_name)s AND external_id = ANY(%(ids)s);
+-- accepted_payees --
+SELECT * FROM accepted_payees WHERE account = ANY(%(accounts)s)
+ORDER BY accepted_at, signer;
 
 -- ---------------------------------------------------------------- the plan, staged
 

@@ -103,6 +103,27 @@ SELECT * FROM plan_files WHERE id = :id;
 -- note_plan_applied --
 UPDATE plan_files SET run_id = :run_id WHERE id = :id;
 
+-- forget_run --
+-- A run refused before it sent anything (an apply whose plan file was refused): no run.
+DELETE FROM runs WHERE id = :run_id
+  AND NOT EXISTS (SELECT 1 FROM attempts WHERE run_id = :run_id);
+
+-- ---------------------------------------------------------------- the rules of a batch
+
+-- remember_rules --
+-- A batch planned under four eyes stays under it: its first rules are kept, the approvals
+-- only ever raised.
+INSERT INTO batch_rules (job_name, four_eyes, approvals, payee_approvals, signers, plan_id,
+                         recorded_at)
+VALUES (:job_name, 1, :approvals, :payee_approvals, :signers, :plan_id,
+        :recorded_at)
+ON CONFLICT (job_name) DO UPDATE SET four_eyes = 1,
+    approvals = max(batch_rules.approvals, excluded.approvals),
+    payee_approvals = max(batch_rules.payee_approvals, excluded.payee_approvals);
+
+-- batch_rules --
+SELECT * FROM batch_rules WHERE job_name = :job_name;
+
 -- ---------------------------------------------------------------- the workers
 
 -- workers --
@@ -251,18 +272,19 @@ ON CONFLICT (account) DO UPDATE SET service = excluded.service, payer = excluded
     holder = excluded.holder, checked_at = excluded.checked_at;
 
 -- accept_payee --
-INSERT INTO payee_acceptances (job_name, external_id, account, name, accepted_by,
-                               accepted_on, accepted_at, note)
-VALUES (:job_name, :external_id, :account, :name, :accepted_by, :accepted_on, :accepted_at,
-        :note)
-ON CONFLICT (job_name, external_id) DO UPDATE SET account = excluded.account,
-    name = excluded.name, accepted_by = excluded.accepted_by,
+-- One person's acceptance of a payee (its account and name), replacing their earlier one.
+INSERT INTO accepted_payees (account, name, signer, job_name, external_id, accepted_by,
+                             accepted_on, accepted_at, note, signature)
+VALUES (:account, :name, :signer, :job_name, :external_id, :accepted_by, :accepted_on,
+        :accepted_at, :note, :signature)
+ON CONFLICT (account, name, signer) DO UPDATE SET job_name = excluded.job_name,
+    external_id = excluded.external_id, accepted_by = excluded.accepted_by,
     accepted_on = excluded.accepted_on, accepted_at = excluded.accepted_at,
-    note = excluded.note;
+    note = excluded.note, signature = excluded.signature;
 
--- payee_acceptances --
-SELECT * FROM payee_acceptances
-WHERE job_name = :job_name AND external_id IN (SELECT value FROM json_each(:ids));
+-- accepted_payees --
+SELECT * FROM accepted_payees WHERE account IN (SELECT value FROM json_each(:accounts))
+ORDER BY accepted_at, signer;
 
 -- ---------------------------------------------------------------- the plan, staged
 
