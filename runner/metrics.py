@@ -4,7 +4,7 @@
 Written at the end of every ``run``, ``apply`` and ``confirm``, whatever its exit code (a
 lease held, an invalid job, a signal): ``runner_exit_code``, ``runner_items`` per outcome
 and ``runner_amount`` per currency and part (planned, paid, fees, failed, pending,
-to_check) from the summary (the batch's one read model: new outcomes follow it),
+held, to_check) from the summary (the batch's one read model: new outcomes follow it),
 ``runner_duration_seconds``, ``runner_last_run_timestamp_seconds`` and
 ``runner_last_success_timestamp_seconds`` (the end of the last run that exited 0: kept
 across runs, read from the file this one replaces and from the job's runs in the state).
@@ -34,7 +34,7 @@ from runner.summary.tally import STATES
 from runner.summary.totals import CurrencyTotal
 
 ENV = "RUNNER_METRICS_FILE"
-PARTS = ("planned", "paid", "fees", "failed", "pending", "to_check")
+PARTS = ("planned", "paid", "fees", "failed", "pending", "held", "to_check")
 AMOUNTS = "runner_amount"
 LAST_SUCCESS = "runner_last_success_timestamp_seconds"
 #: The most of a previous file read (bytes): one job's metrics are a few KB.
@@ -59,7 +59,8 @@ class RunMetrics:
 def amounts(total: CurrencyTotal) -> dict[str, float]:
     return {"planned": float(total.planned), "paid": float(total.sent),
             "fees": float(total.fees), "failed": float(total.failed),
-            "pending": float(total.pending), "to_check": float(total.review)}
+            "pending": float(total.pending), "held": float(total.held),
+            "to_check": float(total.review)}
 
 
 def render(run: RunMetrics, previous: str = "") -> bytes:
@@ -88,7 +89,7 @@ def render(run: RunMetrics, previous: str = "") -> bytes:
         for outcome in dict.fromkeys([*STATES, *run.counts]):
             items.labels(job, outcome).set(run.counts.get(outcome, 0))
     money = gauge(AMOUNTS, "The batch's money per currency: planned = paid + failed + "
-                           "pending + to_check; fees on top", "currency", "part")
+                           "pending + held + to_check; fees on top", "currency", "part")
     if run.totals is not None:
         for total in run.totals:
             for part, value in amounts(total).items():

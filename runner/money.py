@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
+import simplejson
+
 #: Up to 999 trillion, to the millionth: more than any currency needs, and every sum of a
 #: batch stays exact in Decimal's 28 digits.
 INTEGER_DIGITS_MAX = 15
@@ -19,12 +21,13 @@ FRACTION_DIGITS_MAX = 6
 def parse_amount(text: str) -> Decimal:
     """The exact amount ``text`` writes, read by the one grammar of amounts, wherever it
     comes from (a CSV cell, a JSON Lines number, a YAML number, a rendered template): ASCII
-    digits with at most one point, an optional sign (a minus is then refused as not
-    positive), within the digit bounds, spaces or tabs around; nothing else, although
-    ``Decimal()`` would take an exponent, ``_``, other scripts' digits, ``NaN``. A
-    ValueError says what is wrong (the text shown at most 40 characters long)."""
+    digits with at most one point, within the digit bounds, spaces or tabs around, in one
+    spelling: no plus sign (a minus is read, to be refused as not positive, or accepted
+    where a negative amount is); nothing else, although ``Decimal()`` would take an
+    exponent, ``_``, other scripts' digits, ``NaN``. A ValueError says what is wrong (the
+    text shown at most 40 characters long)."""
     written = text.strip(" \t")
-    digits = written[1:] if written[:1] in ("+", "-") else written
+    digits = written[1:] if written[:1] == "-" else written
     integer, _, fraction = digits.partition(".")
     if not (digits.isascii() and (integer + fraction).isdigit()):
         raise ValueError(f"not a decimal amount: {shown(text)}{_hint(written)}")
@@ -58,6 +61,8 @@ def shown(value: object, limit: int = 40) -> str:
 
 
 def _hint(text: str) -> str:
+    if text.startswith("+"):
+        return "; write it without a sign"
     if re.fullmatch(r"[+-]?[0-9]+,[0-9]+", text):
         return "; use a point as the decimal separator"
     if any(c.isdigit() and not "0" <= c <= "9" for c in text):
@@ -100,3 +105,17 @@ def round_up(amount: Decimal, precision: int, increment: Decimal) -> Decimal:
 def cents(amount: Decimal, precision: int = 2) -> Decimal:
     """Round half up to ``precision`` decimals (fees, converted amounts)."""
     return amount.quantize(Decimal(1).scaleb(-precision), rounding=ROUND_HALF_UP)
+
+
+def json_text(value: object) -> str:
+    """``value`` as the JSON runner writes for people and their scripts (status, report,
+    reconcile, plan, validate): every Decimal as its exact text (``"264923.88"``), never a
+    JSON number, which most readers take for a binary float. Money goes beside its currency
+    (each output's own fields say which)."""
+    return simplejson.dumps(value, indent=2, use_decimal=False, default=_exact)
+
+
+def _exact(value: object) -> str:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -248,15 +248,19 @@ def _copy(source: socket.socket, sink: socket.socket) -> None:
 class Rule:
     """Which calls to answer oddly: the ``count`` next ones whose "METHOD path" matches
     ``call``. ``odd`` makes the bytes written instead of the sandbox's answer (given that
-    answer, whole); ``forward=False`` answers without asking the sandbox (nothing done);
-    ``close`` closes the client's connection after."""
+    answer, whole), or the pieces written one after the other (an iterator: it may pause
+    between them; the writing stops when the client hangs up, ``cut``, after ``sent``
+    bytes); ``forward=False`` answers without asking the sandbox (nothing done); ``close``
+    closes the client's connection after."""
 
     call: str
-    odd: Callable[[bytes, bytes], bytes]
+    odd: Callable[[bytes, bytes], bytes | Iterable[bytes]]
     count: int = 1
     forward: bool = True
     close: bool = False
     hits: int = 0
+    sent: int = 0
+    cut: bool = False
 
 
 @dataclass
@@ -308,7 +312,14 @@ class Rewriter(Server):
                 sock.sendall(real)
                 continue
             head, _, body = real.partition(b"\r\n\r\n")
-            sock.sendall(rule.odd(head, body))
+            made = rule.odd(head, body)
+            try:
+                for piece in [made] if isinstance(made, bytes) else made:
+                    sock.sendall(piece)
+                    rule.sent += len(piece)
+            except OSError:  # the client hung up
+                rule.cut = True
+                return
             if rule.close:
                 return
 

@@ -112,3 +112,47 @@ def test_what_makes_two_items_the_same_payment(tmp_path: Path) -> None:
     digests = [content_of(job, v) for v in iter_items(job) if isinstance(v, ValidItem)]
     assert digests[0] == digests[1]
     assert len({digests[0], digests[2], digests[3]}) == 3
+
+
+def test_one_wallet_in_four_spellings_is_paid_once(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """``+254700000001``, ``254700000001`` and ``00254700000001`` are one wallet (E.164): the
+    first is paid, the two others held. The same number in fullwidth digits is refused at
+    validation, naming the file, the row and the field: nothing is sent at all."""
+    fullwidth = "+２５４７０００００００１"
+    job = write_job(tmp_path, sb, "a,1,10.00,+254700000001\n"
+                                  "b,1,10.00,254700000001\n"
+                                  "c,1,10.00,00254700000001\n"
+                                  f"d,1,10.00,{fullwidth}\n")
+    refused = cli("validate", str(job))
+    assert refused.exit_code == 2
+    assert (f"{tmp_path / 'rows.csv'}:5: credit_party_identifier.msisdn: holds a digit "
+            f"of another script (U+FF12) at character 2; account numbers, phone numbers and "
+            f"codes are written with 0-9 and A-Z") in refused.output
+    ran = cli("run", str(job), "--yes", "--state", str(state))
+    assert ran.exit_code == 2
+    assert transactions(sb) == []
+    job = write_job(tmp_path, sb, "a,1,10.00,+254700000001\n"
+                                  "b,1,10.00,254700000001\n"
+                                  "c,1,10.00,00254 700 000 001\n")
+    ran = cli("run", str(job), "--yes", "--state", str(state))
+    assert ran.exit_code == 1
+    assert out_lines(ran)[:3] == [f"{NAME}: 3 items: 1 settled, 2 held",
+                                  "  EUR: sent 10.00, fees 1.50",
+                                  held("pay-b", 3, "pay-a", 2, "to pay in this run")]
+    assert paid(sb) == {"+254700000001": 1}
+
+
+def test_a_re_export_that_dropped_zeros_and_plus_signs_pays_nobody_twice(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """A spreadsheet re-saved the rows: ids lost their leading zeros, phone numbers their
+    ``+``. Both people were paid; the re-saved rows are held, and nobody is paid twice."""
+    first = write_job(tmp_path, sb, "00123,1,10.00,+254700000001\n"
+                                    "00456,1,20.00,+254700000002\n")
+    assert run(first, state).counts == {"settled": 2}
+    job = write_job(tmp_path, sb, "123,1,10.00,254700000001\n"
+                                  "456,1,20.00,254700000002\n")
+    ran = cli("run", str(job), "--yes", "--state", str(state))
+    assert ran.exit_code == 1
+    assert out_lines(ran)[0] == f"{NAME}: 4 items: 2 settled, 2 held"
+    assert paid(sb) == {"+254700000001": 1, "+254700000002": 1}

@@ -429,7 +429,8 @@ def test_each_row_may_name_the_environment_variable_holding_its_card(
     assert orders(sb)["lp-a"]["status"] == "Authorized"
     assert orders(sb)["lp-r"]["status"] == "Refused"
     assert json.loads(items(state, NAME)["lp-a"]["summary"]) == {
-        "beneficiary": "MER0001", "identifier": {"card": "************4444"}}
+        "beneficiary": "MER0001", "identifier": {"card": "************4444"},
+        "planned": ["EUR", "10.00"]}
 
 
 def test_an_unset_card_variable_is_invalid_and_nothing_is_sent(

@@ -183,7 +183,8 @@ def test_every_consumer_pays_once_and_the_summary_shows_their_details(
     # The consumer is named, with masked identifiers, for reports.
     summary = json.loads(items(state, NAME)["shop-b"]["summary"])
     assert summary == {"beneficiary": "Adaeze Nwosu", "payment_method_id": 2,
-                       "identifier": {"bank_account_number": "******7890"}}
+                       "identifier": {"bank_account_number": "******7890"},
+                       "planned": ["EUR", "20.00"]}
 
     text = cli("report", str(path), "--state", str(state)).stdout
     a, b = by_item["shop-a"]["details"], by_item["shop-b"]["details"]
@@ -341,7 +342,10 @@ def test_a_payment_from_another_consumer_is_a_conflict(
     assert (result.exit_code, result.counts) == (1, {"settled": 2, "conflict": 1})
     record = items(state, NAME)["shop-b"]
     assert (record["outcome"], record["error_message"]) == (
-        "conflict", "payment shop-b at the provider does not match this item")
+        "conflict", "payment shop-b at the provider does not match this item: "
+                    "debit_party_identifier.bank_account_number missing, sent '1234567890'; "
+                    "consumer.firstname 'Mal', sent 'Adaeze'; consumer.lastname 'Lory', sent "
+                    "'Nwosu'")
     assert steps(state, "shop-b") == [("quotation", "shop-b", "error", "1007001"),
                                       ("payment", "shop-b", "error", "1007001")]
     assert_paid_once(sb, state, {"shop-a": 1, "shop-c": 1})

@@ -121,7 +121,7 @@ def test_orders_of_every_page_settle_once_and_a_second_run_sends_nothing(
     # Reports: who paid, masked; the buyer's amount as sent, the merchant's as received.
     assert json.loads(records["a"]["summary"]) == {
         "beneficiary": "Ada Lovelace", "identifier": {"card_number": "************1111"},
-        "payment_page_id": "card-eur"}
+        "payment_page_id": "card-eur", "planned": ["EUR", "120.00"]}
     assert (records["w"]["source_currency"], records["w"]["source_amount"]) == ("KES",
                                                                                  "2500.00")
     assert_state_agrees(sb, state)
@@ -427,3 +427,30 @@ def test_a_run_killed_with_sigkill_resumes_and_makes_each_order_once(
     for external_id in lost:
         assert [s for s in steps(state, external_id) if s[0] == "payment_order"] == [
             ("payment_order", None, None)], external_id
+
+
+def test_a_status_no_document_names_is_unknown_and_the_run_not_ok(
+        sb: RunningSandbox, tmp_path: Path, state: Path) -> None:
+    """The provider answers both orders' creations, and every lookup of b, with a status no
+    document names: a's next lookup reads it Charged (settled); b is shown unknown, named
+    with its status, and the run exits 1. Each is paid once."""
+    from http_servers import Rewriter, Rule, answer
+
+    def on_hold(head: bytes, body: bytes) -> bytes:
+        data = json.loads(body)
+        data["status"] = "On_Hold"
+        return answer(head.split(b"\r\n", 1)[0].decode().partition(" ")[2],
+                      json.dumps(data).encode())
+    rule = Rule(r"(POST /v1/payment/payment-orders|GET /v1/payment/payment-orders/"
+                r"(ext-)?b)", on_hold, count=1000)
+    with Rewriter(sb.url, [rule]) as proxy:
+        path = job(tmp_path, sb, [row("a", "51.00"), row("b", "52.00")])
+        path.write_text(path.read_text().replace(sb.url, proxy.url))
+        ran = cli("run", str(path), "--yes", "--state", str(state))
+    assert ran.exit_code == 1, ran.output
+    records = items(state, JOB)
+    assert records["a"]["outcome"] == "settled"
+    assert (records["b"]["outcome"], records["b"]["error_code"]) == ("unknown", "status")
+    assert records["b"]["error_message"].endswith(
+        "has status 'On_Hold', which no document names: check it at the provider")
+    assert order_counts(sb) == {"a": 1, "b": 1}

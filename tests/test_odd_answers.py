@@ -8,11 +8,21 @@ answer is looked up by external_id, and its connection is never used again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from conftest import Admin
-from engine_support import cli, confirmed, created, err_lines, outcomes, sent_for, write_job
+from engine_support import (
+    cli,
+    confirmed,
+    created,
+    err_lines,
+    items,
+    outcomes,
+    sent_for,
+    write_job,
+)
 from http_servers import Rewriter, Rule, answer, odd_answers
 
 MT = "/v1/money-transfer"
@@ -106,3 +116,86 @@ def test_an_answer_runner_cannot_read_outside_a_run_ends_the_command_with_75(
         "error: reading the balances of the payer account failed: 1009001 Unexpected error, "
         f"contact support (GET {MT}/balances)"])
     assert created(sandbox) == confirmed(sandbox) == {}
+
+
+def rewritten(change: Any) -> Any:
+    """An odd answer: the sandbox's own, its JSON body changed by ``change``."""
+    def make(head: bytes, body: bytes) -> bytes:
+        data = json.loads(body)
+        change(data)
+        status = head.split(b"\r\n", 1)[0].decode().partition(" ")[2]
+        return answer(status, json.dumps(data).encode())
+    return make
+
+
+def test_a_confirm_answered_200_with_an_error_body_is_in_doubt_and_looked_up(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    """The confirm went through; its answer is ``200`` with an error body. No internal
+    error: the call is in doubt, looked up, found confirmed, and the item settles, paid
+    once."""
+    sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
+    error = b'{"errors": [{"code": "1000500", "message": "Internal error"}]}'
+    rule = Rule(f"POST {MT}/transactions/ext-pay-b/confirm", lambda h, b: answer("200 OK", error))
+    state = tmp_path / "s.sqlite"
+    with Rewriter(sandbox.url, [rule]) as proxy:
+        ran = cli("run", str(write_job(tmp_path, proxy.url, concurrency=1)), "--yes",
+                  "--state", str(state))
+    assert ran.exit_code == 0, ran.output
+    assert rule.hits == 1
+    assert outcomes(state) == {"pay-a": "settled", "pay-b": "settled", "pay-c": "settled"}
+    assert confirmed(sandbox) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+    assert [r for s, _, r, _ in sent_for(state, "pay-b", "transaction") if s == "confirm"] == [
+        "in_doubt"]
+
+
+def test_an_answer_in_another_currency_is_a_conflict_not_a_payment(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    """The confirm's answer says USD where EUR was quoted and sent: the item is a conflict
+    naming the field (exit 1), never reported settled, and never confirmed again."""
+    sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
+
+    def usd(data: dict[str, Any]) -> None:
+        data["source"]["currency"] = "USD"
+    rule = Rule(f"POST {MT}/transactions/ext-pay-b/confirm", rewritten(usd))
+    state = tmp_path / "s.sqlite"
+    with Rewriter(sandbox.url, [rule]) as proxy:
+        job = write_job(tmp_path, proxy.url, concurrency=1)
+        ran = cli("run", str(job), "--yes", "--state", str(state))
+        again = cli("run", str(job), "--yes", "--state", str(state))
+    assert (ran.exit_code, again.exit_code) == (1, 1), ran.output
+    assert outcomes(state) == {"pay-a": "settled", "pay-b": "conflict", "pay-c": "settled"}
+    assert items(state)["pay-b"]["error_message"] == (
+        "transaction pay-b at the provider does not match this item: source.currency 'USD', "
+        "sent 'EUR'")
+    assert confirmed(sandbox) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}
+
+
+def test_a_status_class_no_document_names_is_unknown_and_the_run_not_ok(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    """The confirm and every lookup of b answer status 42000 of class 42: b is shown
+    unknown, named with its status, and the run exits 1. Once the provider shows it
+    completed, a run settles it and exits 0. Paid once."""
+    sandbox = sandbox_factory(submit_delay=0, complete_delay=0)
+
+    def odd_class(data: dict[str, Any]) -> None:
+        data["status"], data["status_class"] = "42000", "42"
+        data["status_message"] = "HELD-BY-PARTNER"
+    rules = [Rule(f"(POST|GET) {MT}/transactions/ext-pay-b(/confirm)?", rewritten(odd_class),
+                  count=1000)]
+    state = tmp_path / "s.sqlite"
+    with Rewriter(sandbox.url, rules) as proxy:
+        job = write_job(tmp_path, proxy.url, concurrency=1)
+        ran = cli("run", str(job), "--yes", "--state", str(state))
+        status = cli("status", str(job), "--state", str(state))
+    assert ran.exit_code == 1, ran.output
+    assert status.exit_code == 1
+    assert outcomes(state) == {"pay-a": "settled", "pay-b": "unknown", "pay-c": "settled"}
+    record = items(state)["pay-b"]
+    assert (record["step"], record["error_code"], record["error_message"]) == (
+        "confirmed", "status", "transaction pay-b has status '42000' of class '42', which no "
+                               "document names: check it at the provider")
+    later = cli("run", str(write_job(tmp_path, sandbox, concurrency=1)), "--yes",
+                "--state", str(state))
+    assert later.exit_code == 0, later.output
+    assert outcomes(state)["pay-b"] == "settled"
+    assert confirmed(sandbox) == {"pay-a": 1, "pay-b": 1, "pay-c": 1}

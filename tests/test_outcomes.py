@@ -10,6 +10,7 @@ import io
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from conftest import Admin
 from engine_support import (
@@ -245,8 +246,31 @@ def test_a_reversal_found_by_reconcile_is_paid_again_and_a_double_payment_is_tol
     assert report["headline"] == (f"{JOB}: 2 paid (EUR 30.00), 2 failed (EUR 12.00), 1 paid "
                                   f"twice (EUR 20.00)")
     assert (report["totals"][0]["sent"], report["totals"][0]["paid_twice"]) == (
-        Decimal("50.00"), Decimal("20.00"))
+        "50.00", "20.00")
     assert csv_rows(job, state)["pay-b"]["state"] == "paid_twice"
-    # Recorded once: a second reconcile agrees with the state, which still tells it.
-    assert lines_of("reconcile", str(job), "--state", str(state))[0] == 0
+    # Recorded once: a second reconcile agrees with the state, which still tells it, and
+    # its totals count the money paid twice.
+    assert lines_of("reconcile", str(job), "--state", str(state))[:2] == (0, [
+        f"{JOB} (remittance): 4 item(s) compared with the provider's records: all agree",
+        "  EUR: 2 settled item(s) and 1 paid twice: 54.50 in the state, 54.50 in the "
+        "provider's records: agree"])
     assert lines_of("status", str(job), "--state", str(state)) == (1, twice, [])
+
+
+def test_a_retry_after_a_fix_pays_the_fixed_item_in_that_very_run(
+        sandbox_factory: Any, tmp_path: Path) -> None:
+    """b is barred at creation (30201); its row fixed, `run --retry-failed` sends it again as
+    pay-b-f2 and pays it in that run, also when the job waits for no final status
+    (``wait_for_final: 0s``): every item it lists as sent again is sent."""
+    sb = sandbox_factory(submit_delay=0, complete_delay=0)
+    state = tmp_path / "s.sqlite"
+    job = write_job(tmp_path, sb, ROWS.replace("+254700000002", "+254700999301"))
+    job.write_text(job.read_text().replace("wait_for_final: 2s", "wait_for_final: 0s"))
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[0] == 1
+    (tmp_path / "rows.csv").write_text(HEADER + ROWS)
+    code, out, _ = lines_of("run", str(job), "--state", str(state), "--yes", "--retry-failed")
+    assert code == 0, out
+    assert confirmed(sb)["pay-b-f2"] == 1
+    assert [e for e in created(sb) if e.startswith("pay-b")] == ["pay-b", "pay-b-f2"]
+    assert lines_of("run", str(job), "--state", str(state), "--yes")[1][0] == \
+        f"{JOB}: 3 items: 3 settled"

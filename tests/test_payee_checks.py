@@ -7,6 +7,7 @@ through, merchant payments, and the kinds with no check."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -364,3 +365,57 @@ def test_a_configuration_refused_during_the_checks_stops_them_with_78(
     assert (stopped.exit_code, err_lines(stopped)[-1:]) == (78, [
         f"{STOPPED}1000401 Unauthorized {VERIFICATION}"])
     assert paid(sb) == [] and outcomes(state, "pay-2026-11") == {}
+
+
+def _money_is_text(value: object, where: str = "") -> None:
+    """Every amount in a JSON output is exact text: a JSON number only for a count (under
+    ``counts``, ``pending_stages``, ``listed``, ``findings``), an id, a row, an exit code
+    or seconds."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            _money_is_text(child, f"{where}.{key}")
+    elif isinstance(value, list):
+        for n, child in enumerate(value):
+            _money_is_text(child, f"{where}.{n}")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        *parents, leaf = where.split(".")
+        counted = bool(set(parents) & {"counts", "pending_stages", "listed", "findings"})
+        assert counted or leaf in NOT_MONEY or (leaf.endswith("_seconds") and
+                                                isinstance(value, float)), where
+        assert isinstance(value, int) or leaf.endswith("_seconds"), where
+
+
+NOT_MONEY = {"exit_code", "id", "items", "row", "not_priced", "limit", "runs_since",
+             "money_calls", "payer_id", "payment_method_id", "transaction_id",
+             "left_unpaid", "invalid", "valid", "paid_twice_items", "compared", "lineage",
+             "asked"}
+
+
+def test_planned_is_paid_plus_every_person_unpaid(sb: RunningSandbox, tmp_path: Path,
+                                                  state: Path) -> None:
+    """A month with people paid, held by the payee check, failed at the provider and changed
+    after being paid: the summary's money line adds up (planned = paid + failed + pending +
+    held + to check), with the held people's amounts in it; every JSON money value is text."""
+    failed = "f,1,KES,14.00,+254700999301,Jo,Doe\n"  # barred at creation
+    job = write(tmp_path, sb, MATCH + NO_MATCH + CLOSED + failed)
+    assert cli("run", str(job), "--yes", "--state", str(state)).exit_code == 1
+    # a's row asks another amount once it is paid: changed, not paid again.
+    (tmp_path / "pay-2026-11.csv").write_text(
+        HEADER + MATCH.replace("10.00", "15.00") + NO_MATCH + CLOSED + failed)
+    assert cli("run", str(job), "--yes", "--state", str(state)).exit_code == 1
+    report = cli("report", str(job), "--state", str(state), "--format", "json")
+    document = json.loads(report.stdout)
+    _money_is_text(document)
+    for command in (("status", str(job), "--state", str(state), "--format", "json"),
+                    ("plan", str(job), "--state", str(state), "--format", "json"),
+                    ("reconcile", str(job), "--state", str(state), "--format", "json"),
+                    ("validate", str(job), "--format", "json")):
+        _money_is_text(json.loads(cli(*command).stdout))
+    eur = next(t for t in document["totals"] if t["currency"] == "EUR")
+    parts = [Decimal(eur[k]) for k in ("sent", "failed", "pending", "held", "to_check")]
+    assert Decimal(eur["planned"]) == sum(parts, Decimal(0)) - Decimal(eur["paid_twice"])
+    assert (eur["held"], eur["failed"]) == ("25.00", "14.00")  # c and d; f
+    assert Decimal(eur["not_paid"]) == Decimal("39.00")
+    text = cli("report", str(job), "--state", str(state)).stdout
+    assert "  EUR  planned 49.00 = paid 10.00 + failed 14.00 + pending 0.00 + held 25.00; " \
+           "not paid 39.00" in text.splitlines()

@@ -81,3 +81,21 @@ def test_reconcile_needs_a_state(sb: RunningSandbox, tmp_path: Path, state: Path
     assert reconcile(job, state) == (2, [], [
         f"error: {state}: no state database here (nothing has run with this --state yet?)"])
     assert not state.exists()
+
+
+def test_progress_at_the_provider_is_no_difference(
+        sb: RunningSandbox, adm: Admin, tmp_path: Path, state: Path) -> None:
+    """The run ended with its items confirmed and on their way; the provider has completed
+    them since. Reconcile says what progressed and exits 0; the next run records it."""
+    job = write_job(tmp_path, sb)
+    job.write_text(job.read_text().replace("wait_for_final: 2s", "wait_for_final: 0s"))
+    assert run(job, state).counts == {"pending": 3}
+    adm.advance(3600)
+    code, out, err = reconcile(job, state)
+    assert (code, err) == (0, [])
+    assert out == [
+        f"{JOB} (remittance): 3 item(s) compared with the provider's records: all agree",
+        *(f"  progressed: pay-{n} (row {r}): 20000 in the state, 70000 COMPLETED at the "
+          f"provider (the next run records it)" for n, r in (("a", 2), ("b", 3), ("c", 4)))]
+    assert run(job, state).counts == {"settled": 3}
+    assert reconcile(job, state)[0] == 0

@@ -92,11 +92,11 @@ def test_the_metrics_file_after_failures_a_success_a_repeat_and_a_held_lease(
     assert {o: value(found, "runner_items", outcome=o) for o in (
         "settled", "failed", "pending", "unknown", "invalid")} == {
         "settled": 2, "failed": 3, "pending": 0, "unknown": 0, "invalid": 0}
-    # As the summary counts them: the inactive payer's item was never priced (15.00 is
-    # what the row asked, not what the provider would have taken).
+    # As the summary counts them: the inactive payer's item was never quoted, and counts
+    # what its plan priced (the 15.00 its row asked): every person is in the figures.
     assert {p: value(found, "runner_amount", currency="EUR", part=p) for p in (
         "planned", "paid", "fees", "failed", "pending", "to_check")} == {
-        "planned": 85.0, "paid": 40.0, "fees": 3.0, "failed": 45.0, "pending": 0.0,
+        "planned": 100.0, "paid": 40.0, "fees": 3.0, "failed": 60.0, "pending": 0.0,
         "to_check": 0.0}
     ended = value(found, "runner_last_run_timestamp_seconds")
     assert ended is not None and before <= ended <= time.time()

@@ -17,6 +17,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
+from conftest import Admin
 from mail_server import PASSWORD, USER, Authority, MailServer, free_port, start
 from summary_support import (
     FAILING,
@@ -107,7 +108,7 @@ def test_the_summary_arrives_by_email(sandbox: RunningSandbox, mail: MailServer,
     assert arrived.recipients == ["finance@example.com", "payroll@example.com",
                                   "audit@example.com"]
     message = arrived.message
-    assert message["Subject"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
+    assert message["Subject"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 150.00)"
     assert (message["From"], message["To"], message["Cc"]) == (
         "runner@example.com", "finance@example.com, payroll@example.com", "audit@example.com")
     assert message.get_content_type() == "multipart/mixed"
@@ -118,13 +119,13 @@ def test_the_summary_arrives_by_email(sandbox: RunningSandbox, mail: MailServer,
     files = reports(state)
     assert filename == files[".csv"].name
 
-    assert text.splitlines()[0] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
+    assert text.splitlines()[0] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 150.00)"
     assert "  EUR  sent 350.50  fees 3.00  cost 353.50" in text
     assert "  KES  received 49,158.00" in text
     assert (f"  pay-E3 (row 4), {HOSTILE} Smith & Sons (msisdn *********9302), EUR 80.00: "
             "30200 REJECTED-INVALID-BENEFICIARY") in text  # plain text is not markup
-    assert ("  pay-E4 (row 5), Old Wallet (msisdn *********0005): 1003001 Payer is inactive "
-            "in your account") in text
+    assert ("  pay-E4 (row 5), Old Wallet (msisdn *********0005), EUR 70.00 (planned): 1003001 "
+            "Payer is inactive in your account") in text
     assert f"Full list of items: {files['.csv'].resolve()}" in text
     assert text == files[".txt"].read_text(encoding="utf-8")
 
@@ -343,6 +344,42 @@ def test_one_email_per_change(sandbox: RunningSandbox, mail: MailServer, tmp_pat
         (tmp_path / "rows.csv").read_text() + "E5,1,10.00,+254700000007,New,Hire\n")
     assert run(job, state).exit_code == 1
     [*_, third] = mail.arrived
-    assert third.message["Subject"] == (f"{NAME}: 3 paid (EUR 360.50), 2 failed (EUR 80.00)")
+    assert third.message["Subject"] == (f"{NAME}: 3 paid (EUR 360.50), 2 failed (EUR 150.00)")
     text = parts(third.message)[0]
     assert "Money moved in run 3: started " in text and "Since then" not in text
+
+
+def test_the_run_that_pays_after_a_funds_stop_is_mailed(
+        sandbox: RunningSandbox, mail: MailServer, tmp_path: Path, state: Path) -> None:
+    """The balance is short: nothing paid, funds short (mailed). Topped up, the plan is
+    applied and pays everyone: that run moved money, and its summary is mailed too."""
+    admin = Admin(sandbox.url)
+    admin.balance("EUR", "100.00", "0")
+    job = write_job(tmp_path, sandbox, SETTLED, summary=email_section(mail.port))
+    assert run(job, state).exit_code == 4
+    assert [str(m.message["Subject"]).strip() for m in mail.arrived] == [
+        f"{NAME}: nothing paid, funds short: EUR 350.50 needed, 100.00 available"]
+    admin.balance("EUR", "10000.00", "0")
+    plan = tmp_path / "plan.json"
+    assert cli("plan", str(job), "--state", str(state), "-o", str(plan)).exit_code == 0
+    applied = cli("apply", str(plan), "--yes", "--state", str(state))
+    assert applied.exit_code == 0, applied.output
+    assert [str(m.message["Subject"]).strip() for m in mail.arrived][1:] == [
+        f"{NAME}: 2 paid (EUR 350.50)"]
+
+
+def test_a_plan_applied_again_after_a_funds_stop_mails_the_run_that_paid(
+        sandbox: RunningSandbox, mail: MailServer, tmp_path: Path, state: Path) -> None:
+    """The plan's apply stops short of funds (mailed); topped up, the same plan applied
+    again resumes its run and pays everyone: mailed again, since it says something else."""
+    admin = Admin(sandbox.url)
+    job = write_job(tmp_path, sandbox, SETTLED, summary=email_section(mail.port))
+    plan = tmp_path / "plan.json"
+    assert cli("plan", str(job), "--state", str(state), "-o", str(plan)).exit_code == 0
+    admin.balance("EUR", "100.00", "0")
+    assert cli("apply", str(plan), "--yes", "--state", str(state)).exit_code == 4
+    admin.balance("EUR", "10000.00", "0")
+    assert cli("apply", str(plan), "--yes", "--state", str(state)).exit_code == 0
+    assert [str(m.message["Subject"]).strip() for m in mail.arrived] == [
+        f"{NAME}: nothing paid, funds short: EUR 350.50 needed, 100.00 available",
+        f"{NAME}: 2 paid (EUR 350.50)"]

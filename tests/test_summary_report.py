@@ -8,7 +8,6 @@ import csv
 import io
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,7 @@ def report(job: Path, state: Path, *more: str) -> str:
 def test_text(ran: tuple[Path, Path]) -> None:
     text = report(*ran)
     lines = text.splitlines()
-    assert lines[:2] == [f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)", ""]
+    assert lines[:2] == [f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 150.00)", ""]
     assert lines[2].startswith("Money moved in run 1: started ") and lines[2].endswith(
         "; exit code 1; 3 confirm call(s).")
     # Every run that moved money says who approved it, and what (a run of the job file:
@@ -57,8 +56,8 @@ def test_text(ran: tuple[Path, Path]) -> None:
                         lines[3]), lines[3]
     assert lines[4:] == [
         "",
-        "Money, per currency (planned = paid + failed + pending):",
-        "  EUR  planned 430.50 = paid 350.50 + failed 80.00 + pending 0.00; not paid 80.00",
+        "Money, per currency (planned = paid + failed + pending + held + to check):",
+        "  EUR  planned 500.50 = paid 350.50 + failed 150.00 + pending 0.00; not paid 150.00",
         "  and 1 item(s) not priced by the provider yet",
         "",
         "Paid, per currency (settled items only):",
@@ -75,8 +74,8 @@ def test_text(ran: tuple[Path, Path]) -> None:
         "Failed (2):",
         f"  pay-E3 (row 4), {HOSTILE} Smith & Sons (msisdn *********9302), EUR 80.00: 30200 "
         "REJECTED-INVALID-BENEFICIARY",
-        "  pay-E4 (row 5), Old Wallet (msisdn *********0005): 1003001 Payer is inactive in "
-        "your account",
+        "  pay-E4 (row 5), Old Wallet (msisdn *********0005), EUR 70.00 (planned): 1003001 Payer "
+        "is inactive in your account",
         "",
         "Full list of items: runner report JOB --format csv"]
     # The run's own report says the same, naming its CSV.
@@ -88,7 +87,7 @@ def test_text(ran: tuple[Path, Path]) -> None:
 def test_html_escapes_every_value(ran: tuple[Path, Path]) -> None:
     html = report(*ran, "--format", "html")
     assert html.startswith("<!DOCTYPE html>")
-    assert "<title>pay-2026-11: 2 paid (EUR 350.50), 2 failed (EUR 80.00)</title>" in html
+    assert "<title>pay-2026-11: 2 paid (EUR 350.50), 2 failed (EUR 150.00)</title>" in html
     assert ("<tr><td>pay-E3</td><td align=\"right\">4</td><td>&lt;script&gt;alert(1)&lt;/script&gt;"
             " Smith &amp; Sons</td>") in html
     assert "<script>" not in html
@@ -96,19 +95,20 @@ def test_html_escapes_every_value(ran: tuple[Path, Path]) -> None:
 
 def test_json(ran: tuple[Path, Path]) -> None:
     document = simplejson.loads(report(*ran, "--format", "json"), use_decimal=True)
-    assert document["headline"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
+    assert document["headline"] == f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 150.00)"
     assert document["run"]["exit_code"] == 1 and document["run"]["state"] == "ended"
     assert {k: n for k, n in document["counts"].items() if n} == {"settled": 2, "failed": 2}
+    # Money as exact text beside its currency, never a JSON number.
     assert document["totals"] == [
-        {"currency": "EUR", "sent": Decimal("350.50"), "fees": Decimal("3.00"),
-         "received": 0, "planned": Decimal("430.50"), "failed": Decimal("80.00"),
-         "pending": 0, "to_check": 0, "not_paid": Decimal("80.00"),
-         "paid_twice": 0},
-        {"currency": "KES", "sent": 0, "fees": None, "received": 49158, "planned": 0,
-         "failed": 0, "pending": 0, "to_check": 0, "not_paid": 0, "paid_twice": 0}]
+        {"currency": "EUR", "sent": "350.50", "fees": "3.00", "received": "0",
+         "planned": "500.50", "failed": "150.00", "pending": "0", "held": "0",
+         "to_check": "0", "not_paid": "150.00", "paid_twice": "0"},
+        {"currency": "KES", "sent": "0", "fees": None, "received": "49158", "planned": "0",
+         "failed": "0", "pending": "0", "held": "0", "to_check": "0", "not_paid": "0",
+         "paid_twice": "0"}]
     assert document["rates"] == [
-        {"source": "EUR", "destination": "KES", "sent": Decimal("350.50"),
-         "received": 49158, "items": 2, "rate": Decimal("140.2511")}]
+        {"source": "EUR", "destination": "KES", "sent": "350.50", "received": "49158",
+         "items": 2, "rate": "140.2511"}]
     assert document["money_run"]["money_calls"] == 3 and document["runs_since"] == 0
     assert document["not_priced"] == 1
     assert [(f["external_id"], f["code"], f["message"]) for f in document["failed"]] == [
@@ -186,7 +186,7 @@ def test_the_jobs_own_templates(sandbox: RunningSandbox, tmp_path: Path) -> None
     html = report(job, state, "--format", "html")
     assert html.endswith("<p>For 2026-11: 2 to redo, by &lt;Ops &amp; Co&gt;</p></body>\n"
                          "</html>\n")
-    headline = f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 80.00)"
+    headline = f"{NAME}: 2 paid (EUR 350.50), 2 failed (EUR 150.00)"
     assert report(job, state).startswith(headline + "\n")  # built-in text
     (folder / "pay.txt.j2").write_text("{{ summary.headline }} / {{ vars.period }} <&>\n")
     assert report(job, state) == headline + " / 2026-11 <&>\n"  # not escaped

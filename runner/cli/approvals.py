@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import simplejson
 
 from runner.cli.options import reports_errors, states
 from runner.exit_codes import ExitCode, exits
+from runner.money import json_text
 
 if TYPE_CHECKING:
     from runner.engine.plan_listing import Listing
@@ -75,7 +75,7 @@ def show(plan_file: Path, fmt: str, job: Path | None) -> None:
     views, approvals = signature_views(content, digest, job, datetime.now(UTC))
     listing = Listing(content, digest, views, approvals)
     if fmt == "json":
-        click.echo(simplejson.dumps(as_json(listing), indent=2))
+        click.echo(json_text(as_json(listing)))
     elif fmt == "csv":
         click.echo(as_csv(listing), nl=False)
     else:

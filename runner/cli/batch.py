@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 
 import click
-import simplejson
 
 from runner.cli.options import (
     job_argument,
@@ -22,6 +21,7 @@ from runner.cli.options import (
 )
 from runner.exit_codes import ExitCode, exits
 from runner.lifecycle import Outcome
+from runner.money import json_text
 from runner.state.files import replacing, write_private
 from runner.state.locations import StateLocation
 
@@ -64,8 +64,7 @@ def status(job: Path, fmt: str, state: StateLocation | None) -> None:
         summary = summary_of(loaded, store)
     code = summary.status_code
     if fmt == "json":
-        click.echo(simplejson.dumps({**summary.as_dict(), "exit_code": code}, indent=2,
-                                    use_decimal=True))
+        click.echo(json_text({**summary.as_dict(), "exit_code": code}))
     else:
         for line in status_lines(summary):
             click.echo(line)
@@ -111,7 +110,7 @@ def reconcile(job: Path, fmt: str, concurrency: int | None, state: StateLocation
             connect(loaded, state_dir_of(state), pool=workers) as provider:
         found = reconcile_job(loaded, store, flow_for(loaded, provider, store), workers)
     if fmt == "json":
-        click.echo(simplejson.dumps(found.as_dict(), indent=2))
+        click.echo(json_text(found.as_dict()))
     elif fmt == "csv":
         click.echo(found.csv(), nl=False)
     else:
@@ -165,7 +164,7 @@ def report(job: Path, fmt: str, output: Path | None, email: bool,
         else:
             rendered = render_all(summary, templates, Path(scratch) / "none.csv")
             content = {"text": rendered.text, "html": rendered.html,
-                       "json": simplejson.dumps(summary.as_dict(), indent=2, use_decimal=True)
+                       "json": json_text(summary.as_dict())
                        + "\n"}[fmt]
             _echo_out(content, output)
         if email:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import simplejson
 
 from runner.cli.options import location_of, reports_errors, state_dir_of, state_option, states
 from runner.cli.run import (
@@ -24,6 +23,7 @@ from runner.cli.run import (
     run_options,
 )
 from runner.exit_codes import ExitCode, exits, listed
+from runner.money import json_text
 from runner.state.locations import StateLocation, location_text
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                            f"--sign KEY --as-planner`), then {rules.approvals} other key(s) "
                            f"approve it (`runner approve {output} --sign KEY`)", err=True)
     if fmt == "json":
-        click.echo(simplejson.dumps(plan.as_dict(), indent=2))
+        click.echo(json_text(plan.as_dict()))
     else:
         for line in plan_lines(plan):
             click.echo(line)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import simplejson
 
 from runner.cli.options import (
     F,
@@ -29,6 +28,7 @@ from runner.cli.options import (
 from runner.errors import RunnerError
 from runner.exit_codes import UNREACHABLE, ExitCode, exits, listed, signalled
 from runner.job.limits import CONCURRENCY_MAX
+from runner.money import json_text
 from runner.state.locations import StateLocation
 
 if TYPE_CHECKING:  # annotations only: the commands import the library where they use it
@@ -98,7 +98,7 @@ def _validate(job: Path, quote: bool, fmt: str, state: StateLocation | None) -> 
     with connect(loaded, state_dir_of(state)) as provider:
         report = validate_job(loaded, provider, quote=quote)
     if fmt == "json":
-        click.echo(simplejson.dumps(report.as_dict(), indent=2))
+        click.echo(json_text(report.as_dict()))
     else:
         _print_report(report)
     sys.exit(ExitCode.OK if report.ok else ExitCode.USAGE)

@@ -151,6 +151,12 @@ def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hook
         if not ending.refused and _finishes(worker, digest, round_key):
             summary = _summary(job, state, run_id, ending)
         code = ending.code
+        if code is None and summary is not None and _left_unpaid(job, options, summary):
+            code = ExitCode.PROBLEMS
+            ending.message = f"{_left_unpaid(job, options, summary)} item(s) this run was " \
+                             f"to pay are not paid (not started, or not confirmed): run " \
+                             f"again to pay them"
+            log.error("%s", ending.message, extra=event("left_unpaid"))
         if code is None:
             code = ExitCode.PROBLEMS if summary is not None and summary.items_problems \
                 else ExitCode.OK
@@ -243,6 +249,16 @@ def _finishes(worker: Worker, digest: str, round_key: str) -> bool:
         return False
     state.forget_step(worker.job_name, "plan")
     return True
+
+
+def _left_unpaid(job: Job, options: RunOptions, summary: Summary) -> int:
+    """The pending items that nothing was confirmed for, at the end of a run that was to
+    pay every item it planned (``run.confirm``, not ``runner confirm``): a run that leaves
+    one so does not exit 0, whatever left it."""
+    if not job.run.confirm or options.confirm_only:
+        return 0
+    stages = summary.stages
+    return stages.get("not started", 0) + stages.get("created", 0)
 
 
 def _summary(job: Job, state: StateStore, run_id: int, ending: Ending) -> Summary:

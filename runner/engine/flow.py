@@ -45,7 +45,7 @@ from runner.errors import (
     stopping,
 )
 from runner.job.fields import JobModel
-from runner.lifecycle import Call, Changes, Outcome, Reason
+from runner.lifecycle import Call, Changes, Outcome, Reason, State
 from runner.logs import event
 from runner.provider.retry import Decision, RetryPolicy, decide
 from runner.state import ItemChanges, ItemRecord, RetryRecord, StateStore, derived_ref
@@ -86,6 +86,11 @@ class Entry(Generic[ItemT]):
     def of_record(cls, record: ItemRecord) -> Entry[Any]:
         """An entry of the state alone, with no item (for a poll: see ``_Unread``)."""
         return Entry(cast(Any, _Unread()), record)
+
+    @property
+    def read(self) -> bool:
+        """Whether the item's row is at hand (not for an entry of the state alone)."""
+        return not isinstance(self.item, _Unread)
 
     @property
     def external_id(self) -> str:
@@ -134,6 +139,17 @@ class Flow(Generic[ItemT, ClientT]):
         """Move the item as ``changes`` (a ``runner.lifecycle`` move's) say, with the facts
         the provider gave."""
         self._write(entry, {**facts, **changes})
+
+    def unknown_status(self, entry: Entry[ItemT], what: str, status: str) -> Changes:
+        """The move for an answer whose status no document names (``status``, as shown):
+        money may have moved, so the item is polled on (confirmed first, if it was not),
+        shown unknown and named with it, for a person; a poll reading a known status later
+        moves it on."""
+        if lifecycle.state(entry.record) is not State.POLLING:
+            self.move(entry, lifecycle.confirmed(entry.record))
+        return lifecycle.polled_unknown(entry.record, Reason.STATUS,
+                                        f"{what} has status {status}, which no document "
+                                        f"names: check it at the provider")
 
     def update(self, entry: Entry[ItemT], **facts: Unpack[ItemChanges]) -> None:
         """Record facts of the item (ids, amounts, statuses, details): never where it is in

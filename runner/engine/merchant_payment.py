@@ -24,8 +24,10 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import mask
+from runner.engine import answers
+from runner.engine.answers import same_amount
 from runner.engine.flow import Entry
-from runner.engine.quoted import QuotedFlow, given, same_amount
+from runner.engine.quoted import QuotedFlow
 from runner.job.merchant_payment import MerchantPaymentItem
 from runner.lifecycle import Call
 from runner.provider.merchant_payment import MerchantPaymentClient
@@ -78,12 +80,19 @@ class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]
                 "destination_currency": quotation["collection"]["currency"],
                 "destination_amount": Decimal(quotation["collection"]["amount"])}
 
-    def object_matches(self, entry: Entry[MerchantPaymentItem], payment: dict[str, Any]) -> bool:
-        return (same_amount(payment["payment"]["amount"], entry.record.source_amount)
-                and same_amount(payment["collection"]["amount"],
-                                entry.record.destination_amount)
-                and given(payment["debit_party_identifier"])
-                == given(entry.item.debit_party_identifier.model_dump()))
+    def compared(self, entry: Entry[MerchantPaymentItem], payment: dict[str, Any]
+                 ) -> list[answers.Compared]:
+        r = entry.record
+        compared = [*answers.side("payment", r.source_amount, r.source_currency, payment),
+                    *answers.side("collection", r.destination_amount,
+                                  r.destination_currency, payment)]
+        if entry.read:
+            item = entry.item
+            compared += answers.identifiers("debit_party_identifier",
+                                            item.debit_party_identifier.model_dump(), payment,
+                                            ("account_type",))
+            compared += answers.names("consumer", item.consumer.model_dump(), payment)
+        return compared
 
     def kept(self, payment: dict[str, Any]) -> ItemChanges:
         details = payment_details(payment)

@@ -36,6 +36,7 @@ from runner.engine.flow import Entry, Flow, Run
 from runner.errors import NoLookup, ProviderError
 from runner.job.collection import OperationItem
 from runner.lifecycle import Call, Outcome, Step
+from runner.money import shown
 from runner.provider.collection import CollectionClient, reused_external_id
 from runner.state import ItemChanges, ItemRecord
 from runner.validation.collection import (
@@ -177,9 +178,9 @@ class OperationFlow(Flow[OperationItem, CollectionClient]):
         elif status.upper() in FAILED:
             changes = lifecycle.failed(record, status,
                                        f"{self.operation} {operation['id']} ended {status}")
-        else:
-            changes = lifecycle.confirmed(record)
-            facts["status_message"] = f"{status}: not final yet"
+        else:  # the documents show DONE only: a person tells where the money is
+            changes = self.unknown_status(entry, f"{self.operation} {operation['id']}",
+                                          shown(status))
         self.move(entry, changes, **facts)
 
     def settle_doubt(self, entry: Entry[OperationItem]) -> None:

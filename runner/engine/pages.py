@@ -101,8 +101,12 @@ class Stager:
         if cost is not None and p.balance is not None:
             self.outstanding[p.balance] = self.outstanding.get(p.balance, Decimal(0)) + cost
         first = p.action in (PlanAction.NEW, PlanAction.HELD, PlanAction.DUPLICATE)
-        summary = json.dumps(self.flow.summary_of(p.valid.item), sort_keys=True) \
-            if first and p.valid is not None else None
+        summary = None
+        if first and p.valid is not None:
+            who = self.flow.summary_of(p.valid.item)
+            if p.price is not None:  # its money in the figures before it is quoted
+                who["planned"] = [p.price.currency, str(p.price.amount)]
+            summary = json.dumps(who, sort_keys=True)
         payee = p.payee.to_json() if p.payee is not None else None
         self._buffer.append(Staged(p.external_id, p.row, p.action, p.ref, p.fingerprint,
                                    p.changed, summary, p.balance, cost, p.why, payee,
@@ -173,6 +177,14 @@ class Pages:
         self.models = Models(job, flow)
         # Each item of the last window: the balance it draws on and its estimated cost.
         self.estimated: dict[str, tuple[str, Decimal]] = {}
+
+    def due_from_now(self) -> None:
+        """What was made due until now is this run's to work too: the items a run sends
+        again (``--retry-failed``) are due once their retry is started, after the plan, and
+        a run that claims nothing due after its plan (``wait_for_final: 0s``) would leave
+        them unpaid."""
+        if self.until != float("inf"):
+            self.until = self.state.clock()
 
     def next(self, size: int) -> Window | None:
         """The next window of at most ``size`` items due, claimed; None when none is due

@@ -50,6 +50,7 @@ from runner.errors import (
 )
 from runner.job.collection import PaymentOrderItem
 from runner.lifecycle import Call, Reason, Step
+from runner.money import shown
 from runner.provider.collection import CollectionClient
 from runner.provider.http import ext
 from runner.provider.retry import Decision, decide
@@ -57,6 +58,7 @@ from runner.state import ItemChanges, ItemRecord
 
 SETTLED = {"Authorized", "Charged", "Refunded"}
 FAILED = {"Refused", "Error", "Aborted", "Cancelled"}
+WAITING = {"Created", "Payment_In_Progress", "Authorizing"}  # the documents' others
 # What the quotation-based create takes from the item: the rest is the quotation's.
 NOT_FROM_QUOTATION = {"requested", "merchant_id", "merchant_external_id", "payment_page_id",
                       "quotation"}
@@ -292,11 +294,13 @@ class PaymentOrderFlow(Flow[PaymentOrderItem, CollectionClient]):
         elif status in FAILED:
             changes = lifecycle.failed(record, code or status, message or (
                 f"payment order {order['id']} ended {status}"))
-        else:
+        elif status in WAITING:
             changes = lifecycle.confirmed(record)
             waiting = status == "Created" and order.get("integration_mode") == "REDIRECT"
             facts["status_message"] = "awaiting the buyer at the payment page (payment_url)" \
                 if waiting else f"{status}: not final yet"
+        else:  # no document names it: where the money is, a person tells; polling goes on
+            changes = self.unknown_status(entry, f"payment order {order['id']}", shown(status))
         self.move(entry, changes, **facts)
 
     def settle_doubt(self, entry: Entry[PaymentOrderItem]) -> None:

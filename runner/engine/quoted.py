@@ -10,28 +10,40 @@ this item, else the item is a conflict. Confirm is the commit. Status classes 2,
 are waited for; 7 (COMPLETED) settles the item; 3, 4, 8, 9 fail it with the provider's
 status.
 
+Every answer naming the created object (its creation, its confirm, a lookup, a poll) is
+compared with what runner sent and recorded for the item (``runner.engine.answers``): its
+external_id,
+amounts and currencies (the quotation's, as recorded), and, where the item's row is at hand
+(not for a poll, which reads the state alone), whom it pays, identifiers in their canonical
+form (``runner.identifiers``). Any difference makes the item a conflict, for a person. A
+status class that no document names (1 to 9) is taken for money that may have moved: the
+item is polled on, shown unknown (``lifecycle.polled_unknown``), and keeps the run from
+exiting 0 until a poll reads a known one.
+
 Steps: new -> quoted -> created -> confirmed -> final. The calls are the service client's
 (``runner.provider.quoted``); a subclass names its created object (``created``), the fields of
-its quotation request, what it keeps of a quotation, and how it recognises its own quotation
-and object.
+its quotation request, what it keeps of a quotation, how it recognises its own quotation, and
+what of its object is compared (``compared``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any, NoReturn, TypeVar
 
 from runner import lifecycle
+from runner.engine import answers
 from runner.engine.flow import Entry, Flow, ItemT
 from runner.errors import AlreadyConfirmed, ItemConflict, ProviderError, QuotationExpired
 from runner.lifecycle import Call, Outcome, Reason, State, Step
+from runner.money import shown
 from runner.provider.http import ext
 from runner.provider.quoted import QuotedServiceClient
 from runner.state import ItemChanges, ItemRecord
 
 FINAL_CLASSES = {"3", "4", "7", "8", "9"}
+KNOWN_CLASSES = frozenset("123456789")  # the lifecycle of docs/kinds.md
 # REJECTED, DECLINED and REVERSED: final, and nothing paid or the money given back, so a
 # fixed row may be paid again (a cancellation is customer care's decision: never sent again).
 UNPAID_CLASSES = {"3", "8", "9"}
@@ -41,15 +53,6 @@ TRANSIENT = {"30400", "90400", "30500", "90273", "90270", "90331", "90332", "903
 CREATED = "10000"
 
 ClientT = TypeVar("ClientT", bound=QuotedServiceClient)
-
-
-def given(fields: dict[str, Any] | None) -> dict[str, Any]:
-    """The fields that have a value (to compare who is paid, whatever shows the empty)."""
-    return {k: v for k, v in (fields or {}).items() if v is not None}
-
-
-def same_amount(a: Any, b: Any) -> bool:
-    return a is not None and b is not None and Decimal(str(a)) == Decimal(str(b))
 
 
 class QuotedFlow(Flow[ItemT, ClientT]):
@@ -65,8 +68,14 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         """The state columns a quotation fills (amounts, currencies, fee)."""
         raise NotImplementedError
 
-    def object_matches(self, entry: Entry[ItemT], obj: dict[str, Any]) -> bool:
+    def compared(self, entry: Entry[ItemT], obj: dict[str, Any]) -> list[answers.Compared]:
+        """The fields of the created object compared with what runner sent or recorded
+        (``Entry.read``: whether the item's row is at hand)."""
         raise NotImplementedError
+
+    def differences(self, entry: Entry[ItemT], obj: dict[str, Any]) -> list[str]:
+        """What the provider's object says otherwise than the item (each a conflict)."""
+        return answers.differences(entry.ref, obj, self.compared(entry, obj))
 
     def kept(self, obj: dict[str, Any]) -> ItemChanges:
         """More state columns taken from the object at each status (e.g. details)."""
@@ -179,28 +188,35 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         except ProviderError as exc:
             self._fail(entry, exc)
             return False
-        if obj["external_id"] != ref or not self.object_matches(entry, obj):
-            self._conflict(entry, f"{self.created} {ref} at the provider does not match "
-                                  f"this item")
         self._status(entry, obj, made=True)
         return True
 
     def _status(self, entry: Entry[ItemT], obj: dict[str, Any], made: bool = False) -> None:
-        """The item as the provider's object shows it: final (settled by COMPLETED, failed
-        by a rejection, a decline, a reversal or a cancellation), else made (its confirm to
-        come) or confirmed (on its way)."""
+        """The item as the provider's object shows it: a conflict where it differs from the
+        item; final (settled by COMPLETED, failed by a rejection, a decline, a reversal or
+        a cancellation), else made (its confirm to come) or confirmed (on its way); polled
+        on, shown unknown, for a status class no document names."""
+        differs = self.differences(entry, obj)
+        if differs:  # the doubt is over: what the provider holds is known, and not ours
+            self._conflict(entry, f"{self.created} {entry.ref} at the provider does not "
+                                  f"match this item: {'; '.join(differs)}")
         record, klass = entry.record, str(obj["status_class"])
+        facts: ItemChanges = {"transaction_id": obj["id"], "status": obj["status"],
+                              "status_class": klass, "status_message": obj.get("status_message")}
+        facts.update(self.kept(obj))
+        if klass not in KNOWN_CLASSES:
+            self.move(entry, self.unknown_status(
+                entry, f"{self.created} {entry.ref}",
+                f"{shown(obj['status'])} of class {shown(klass)}"), **facts)
+            return
         if klass == "7":
             changes = lifecycle.settled(record)
         elif klass in FINAL_CLASSES:
-            changes = lifecycle.failed(record, obj["status"], obj["status_message"])
+            changes = lifecycle.failed(record, obj["status"], obj.get("status_message"))
         elif made:
             changes = lifecycle.answered(record, Step.CREATED)
         else:
             changes = lifecycle.confirmed(record)
-        facts: ItemChanges = {"transaction_id": obj["id"], "status": obj["status"],
-                              "status_class": klass, "status_message": obj["status_message"]}
-        facts.update(self.kept(obj))
         self.move(entry, changes, **facts)
 
     def _confirm_once(self, entry: Entry[ItemT]) -> bool:

@@ -20,6 +20,12 @@ settled), and an earlier attempt paid after all beside its retry (``earlier_paid
 double payment, its amount in the totals). Each is written with an attempt row (step
 ``reconcile``) and only while the item is still as it was read (``StateStore.note_found``):
 a run that moved it on since wins.
+
+An item on its way in the state (not final) whose status the provider shows further on
+(confirmed then, completed now) is progress, not a difference: it is listed as such
+(``progressed``), and the next run's poll records it. The totals count the money of the
+double payments too (the earlier attempts paid after all beside their retry): the state's
+recorded amounts against the provider's records of those attempts.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ class Total:
     items: int
     state: Decimal
     provider: Decimal
+    paid_twice_items: int = 0  # earlier attempts paid after all (their money included)
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ class Reconciliation:
     totals: list[Total] = field(default_factory=list)
     booked: list[Booked] = field(default_factory=list)
     recorded: list[str] = field(default_factory=list)  # what was written to the state
+    progressed: list[str] = field(default_factory=list)  # on their way, further on now
 
     @property
     def ok(self) -> bool:
@@ -116,10 +124,12 @@ class Reconciliation:
                  f"provider's records: {verdict}"]
         lines += [f"  {d.line()}" for d in self.differences
                   if d.what not in ("total", "statement")]
+        lines += [f"  progressed: {what}" for what in self.progressed]
         for t in self.totals:
             agree = "agree" if t.state == t.provider else "DIFFER"
-            lines.append(f"  {t.currency}: {t.items} settled item(s): {t.state:,} in the "
-                         f"state, {t.provider:,} in the provider's records: {agree}")
+            twice = f" and {t.paid_twice_items} paid twice" if t.paid_twice_items else ""
+            lines.append(f"  {t.currency}: {t.items} settled item(s){twice}: {t.state:,} in "
+                         f"the state, {t.provider:,} in the provider's records: {agree}")
         for b in self.booked:
             agree = "agree" if b.state == b.statement else "DIFFER"
             lines.append(f"  {b.balance}: {b.state:,} in the state, {b.statement:,} debited "
@@ -132,6 +142,7 @@ class Reconciliation:
                 "differences": [asdict(d) for d in self.differences],
                 "totals": [{**asdict(t), "state": str(t.state), "provider": str(t.provider)}
                            for t in self.totals],
+                "progressed": self.progressed,
                 "booked": [{"balance": b.balance, "state": str(b.state),
                             "statement": str(b.statement)} for b in self.booked],
                 "recorded": self.recorded}
@@ -160,17 +171,18 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     result = Reconciliation(job.name, job.kind)
 
     def one(record: ItemRecord) -> tuple[ItemChanges | None, list[Difference]]:
-        return _compare(flow, record, earlier.get(record.external_id, []), result.recorded)
+        return _compare(flow, record, earlier.get(record.external_id, []), result)
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reconcile") as pool:
         found = list(pool.map(one, [*records, *stubs]))
     result.recorded.sort()  # written by the pool's threads as they came
+    result.progressed.sort()
     sums: dict[str, list[Any]] = {}
     for record, (held, differences) in zip([*records, *stubs], found, strict=True):
         result.compared += 1
         result.differences += differences
         if record.outcome == Outcome.SETTLED and record.source_currency:
-            total = sums.setdefault(record.source_currency, [0, Decimal(0), Decimal(0)])
+            total = sums.setdefault(record.source_currency, [0, Decimal(0), Decimal(0), 0])
             total[0] += 1
             total[1] += _cost(record.source_amount, record.fee)
             # The provider's side counts what it still shows as the state does: a payment
@@ -178,8 +190,13 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
             if held is not None and _same(held.get("status", record.status), record.status):
                 total[2] += _cost(held.get("source_amount", record.source_amount),
                                   held.get("fee", record.fee))
-    for currency, (count, in_state, at_provider) in sorted(sums.items()):
-        result.totals.append(Total(currency, count, in_state, at_provider))
+        for paid, shown_paid in _paid_twice(flow, record):
+            total = sums.setdefault(paid.currency, [0, Decimal(0), Decimal(0), 0])
+            total[1] += _cost(paid.amount, paid.fee)
+            total[2] += shown_paid
+            total[3] += 1
+    for currency, (count, in_state, at_provider, twice) in sorted(sums.items()):
+        result.totals.append(Total(currency, count, in_state, at_provider, twice))
         if in_state != at_provider:
             result.differences.append(Difference(currency, None, "", "total",
                                                  f"{in_state:,}", f"{at_provider:,}"))
@@ -195,8 +212,23 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     return result
 
 
+def _paid_twice(flow: Flow[Any, Any], record: ItemRecord
+                ) -> Iterator[tuple[EarlierPaid, Decimal]]:
+    """The item's earlier attempts recorded paid after all, each with what the provider's
+    records of it show paid now (0 once it shows it unpaid, or cannot say)."""
+    for paid in record.paid_before:
+        try:
+            held = flow.found(record, paid.ref)
+        except (NoLookup, ItemInDoubt, OtherRecord):
+            held = None
+        still = held is not None and flow.outcome_of(held) == Outcome.SETTLED
+        yield paid, _cost(held.get("source_amount"), held.get("fee")) if (
+            held is not None and still) else Decimal(0)
+
+
 def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord],
-             recorded: list[str]) -> tuple[ItemChanges | None, list[Difference]]:
+             result: Reconciliation) -> tuple[ItemChanges | None, list[Difference]]:
+    recorded = result.recorded
     def differs(what: str, state: Any, provider: Any, ref: str = record.ref) -> Difference:
         return Difference(record.external_id, record.row, ref, what, _shown(state),
                           _shown(provider))
@@ -219,6 +251,13 @@ def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord
     elif held is not None:
         found += [differs(name, getattr(record, name), shown[name]) for name in COMPARED
                   if name in shown and not _same(getattr(record, name), shown[name])]
+        if lifecycle.state(record) not in lifecycle.FINAL and found and \
+                all(d.what == "status" for d in found):
+            found = []  # on its way: the provider shows it further on
+            result.progressed.append(
+                f"{record.external_id} (row {record.row}): {record.status} in the state, "
+                f"{shown['status']} {shown.get('status_message') or ''}".rstrip()
+                + " at the provider (the next run records it)")
         _note_final(flow, record, held, recorded)
     known = {e.ref for e in record.paid_before}  # paid after all, and recorded so already
     for retry in retries:

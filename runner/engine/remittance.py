@@ -14,8 +14,10 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import mask
+from runner.engine import answers
+from runner.engine.answers import same_amount
 from runner.engine.flow import Entry
-from runner.engine.quoted import QuotedFlow, given, same_amount
+from runner.engine.quoted import QuotedFlow
 from runner.job.money_transfer import RemittanceItem
 from runner.lifecycle import Call
 from runner.provider.money_transfer import MoneyTransferClient
@@ -63,7 +65,17 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
                 "destination_currency": quotation["destination"]["currency"],
                 "destination_amount": Decimal(quotation["destination"]["amount"])}
 
-    def object_matches(self, entry: Entry[RemittanceItem], txn: dict[str, Any]) -> bool:
-        return (same_amount(txn["source"]["amount"], entry.record.source_amount)
-                and given(txn["credit_party_identifier"])
-                == given(entry.item.credit_party_identifier.model_dump()))
+    def compared(self, entry: Entry[RemittanceItem], txn: dict[str, Any]
+                 ) -> list[answers.Compared]:
+        r = entry.record
+        compared = [*answers.side("source", r.source_amount, r.source_currency, txn),
+                    *answers.side("destination", r.destination_amount,
+                                  r.destination_currency, txn)]
+        if entry.read:
+            item = entry.item
+            compared.append(("payer.id", item.payer_id, answers.at(txn, "payer", "id"),
+                             answers.TEXT))
+            compared += answers.identifiers("credit_party_identifier",
+                                            item.credit_party_identifier.model_dump(), txn)
+            compared += answers.names("beneficiary", item.beneficiary.model_dump(), txn)
+        return compared

@@ -109,6 +109,7 @@ def _retry(flow: Flow[Any, Any], phase: Phase, pages: Pages) -> None:
             run()
     if chunk:
         run()
+    pages.due_from_now()
 
 
 def _windows(job: Job, options: RunOptions, clock: Clock, tally: Tally, flow: Flow[Any, Any],

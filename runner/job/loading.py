@@ -214,8 +214,10 @@ def iter_items(job: Job, duplicates: bool = True,
     source = _rows(job)
     model = job.item_model
     seen = Seen()
+    rows = 0
     try:
         for number, values in source:
+            rows += 1
             if isinstance(values, JobError):
                 yield InvalidItem(source.name, number, None, [values])
                 continue
@@ -248,6 +250,12 @@ def iter_items(job: Job, duplicates: bool = True,
             else:
                 yield ValidItem(source.name, number, external_id, typed, values,
                                 allowed is True)
+        if rows == 0 and needed is None and not job.items.allow_empty:
+            # A payroll of nobody is a file saved wrong, not a month paid.
+            raise JobErrors([JobError(source.name, None, None,
+                                      f"no {source.unit}s: nothing to pay; set "
+                                      f"items.allow_empty: true where an empty batch is "
+                                      f"expected")])
     except OSError as exc:
         raise JobErrors([JobError(source.name, None, None,
                                   f"cannot read: {exc.strerror}")]) from None

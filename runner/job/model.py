@@ -159,6 +159,9 @@ class Items(JobModel):
         default_factory=dict,
         description="the item's fields; text may use Jinja over row, vars, defaults, job",
     )
+    allow_empty: bool = Field(
+        default=False, description="a batch of no rows is expected (else a rows file with a "
+        "header and no rows is refused, exit 2)")
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:

@@ -48,7 +48,7 @@ from runner.job.limits import TEMPLATE_VALUE_MAX
 from runner.job.model import Job
 from runner.job.pure import impure
 from runner.job.rows import RowValues
-from runner.job.text import limit_of, text_problem
+from runner.job.text import ascii_only, limit_of, text_problem
 
 #: A problem found while rendering: where (inside the item, or inside the job file) and what.
 Problem = tuple[Location, str]
@@ -109,6 +109,7 @@ class _Leaf:
     location: Location  # inside the item
     limit: int  # the most characters its field takes
     plain: Plain | None = None
+    ascii: bool = False  # an identifier's field (ASCII only)
 
 
 class ItemTemplate:
@@ -186,7 +187,7 @@ class ItemTemplate:
             template = self._compile(value, location)
             return None if template is None else _Leaf(
                 template, location[2:], limit_of(location),
-                None if self._sets else self._plain.get(value))
+                None if self._sets else self._plain.get(value), ascii_only(location))
         return value
 
     def _render_defaults(self, value: Any, location: Location, context: dict[str, Any]) -> Any:
@@ -258,7 +259,7 @@ class ItemTemplate:
                 text = run(value.template, value.location, value.plain)
                 if not text:
                     return _ABSENT
-                problem = text_problem(text, value.limit)
+                problem = text_problem(text, value.limit, value.ascii)
                 if problem is not None:
                     problems.append((value.location, problem))
                 return text

@@ -13,7 +13,9 @@ loaded; what a template renders, on each row (``runner.job.templating``). Two ru
   orders their letters itself); and lone surrogates (U+D800 to U+DFFF: half of a UTF-16
   pair, no character at all);
 - no longer than the provider's bound for the field (``runner.rules.text_limit``: a list's
-  texts are bounded by the list's name, ``fees.0`` by ``fees``).
+  texts are bounded by the list's name, ``fees.0`` by ``fees``);
+- in a field that names an account, a card or a phone (``runner.identifiers.ASCII_FIELDS``),
+  ASCII only: a fullwidth ``２５４`` looks like the digits and is not them.
 
 The same characters are refused in the job file's own one-line texts (``runner.job.model``)
 and in a CSV header's column names (``runner.job.rows``).
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from runner.identifiers import ASCII_FIELDS, not_ascii
 from runner.job.document import Location
 from runner.rules import text_limit
 
@@ -35,9 +38,18 @@ _NAMES = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return", "\x00"
           "\u2028": "a line separator", "\u2029": "a paragraph separator"}
 
 
+def _field(location: Location) -> str:
+    return next((part for part in reversed(location) if isinstance(part, str)), "")
+
+
 def limit_of(location: Location) -> int:
     """The most characters the field at ``location`` takes (a list's texts: the list's)."""
-    return text_limit(next((part for part in reversed(location) if isinstance(part, str)), ""))
+    return text_limit(_field(location))
+
+
+def ascii_only(location: Location) -> bool:
+    """Whether the field at ``location`` names an account, a card or a phone."""
+    return _field(location) in ASCII_FIELDS
 
 
 def first_unseen(text: str) -> str | None:
@@ -62,15 +74,18 @@ def _unseen(text: str) -> tuple[str, str] | None:
             "fields are one line of text")
 
 
-def text_problem(text: str, limit: int) -> str | None:
-    """Why ``text`` cannot be sent in a field of that ``limit``; None when it can. (On every
-    rendered field of every row: the common case costs a len and a regex search.)"""
-    if len(text) <= limit and UNSEEN.search(text) is None:
+def text_problem(text: str, limit: int, ascii: bool = False) -> str | None:
+    """Why ``text`` cannot be sent in a field of that ``limit`` (``ascii``: an identifier's,
+    ``ascii_only``); None when it can. (On every rendered field of every row: the common
+    case costs a len and a regex search.)"""
+    if len(text) <= limit and UNSEEN.search(text) is None and (not ascii or text.isascii()):
         return None
     unseen = _unseen(text)
     if unseen is not None:
         return f"holds {unseen[0]}; {unseen[1]}"
-    return f"{len(text):,} characters; at most {limit:,} are allowed"
+    if len(text) > limit:
+        return f"{len(text):,} characters; at most {limit:,} are allowed"
+    return not_ascii(text)
 
 
 def text_problems(value: Any, location: Location = (), skip: str | None = None
@@ -78,7 +93,8 @@ def text_problems(value: Any, location: Location = (), skip: str | None = None
     """(location, message) for each text of ``value`` (plain data) that cannot be sent;
     ``skip`` texts (placeholders) are not looked at."""
     if isinstance(value, str):
-        problem = None if value == skip else text_problem(value, limit_of(location))
+        problem = None if value == skip else text_problem(value, limit_of(location),
+                                                          ascii_only(location))
         return [] if problem is None else [(location, problem)]
     if isinstance(value, dict):
         children: Any = value.items()

@@ -9,17 +9,21 @@ gives the parts compared, as text, or None when the item names nobody it could b
 by (a payment order whose buyer is only known at the payment page). ``docs/kinds.md`` says
 the same for a reader.
 
-Identifiers are compared as a bank or a phone network reads them: without spaces, dots and
-dashes, case aside; amounts as numbers (``100``, ``100.0`` and ``100.00`` are one amount).
-No card number is kept whole, even here: a card is its last four digits and its expiry.
+Identifiers are compared as a bank or a phone network reads them, in their canonical form
+(``runner.identifiers``: a phone number as E.164, so that ``254700000001`` is
+``+254700000001``; any other identifier without spaces, dots and dashes, case aside);
+amounts as numbers (``100``, ``100.0`` and ``100.00`` are one amount). No card number is
+kept whole, even here: a card is its last four digits and its expiry.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from runner.identifiers import canonical
+from runner.identifiers import compact as ident
 
 if TYPE_CHECKING:  # each kind's module imports its own models
     from runner.job.collection import (
@@ -33,12 +37,6 @@ if TYPE_CHECKING:  # each kind's module imports its own models
     from runner.job.money_transfer import RemittanceItem
 
 Parts = tuple[str, ...]
-_SEPARATORS = re.compile(r"[\s.\-/()]+")
-
-
-def ident(value: Any) -> str:
-    """An identifier (an msisdn, an account or card number, an id, a name) as compared."""
-    return _SEPARATORS.sub("", str(value)).casefold()
 
 
 def amount(value: Decimal | int | str | None) -> str:
@@ -48,23 +46,27 @@ def amount(value: Decimal | int | str | None) -> str:
     return format(Decimal(str(value)).normalize(), "f")
 
 
-def _given(fields: dict[str, Any], leave_out: Iterable[str] = ()) -> str:
-    """The identifiers given, by name: ``bank_account_number=fr76...;msisdn=+2547...``."""
-    return ";".join(f"{k}={ident(v)}" for k, v in sorted(fields.items())
+def _given(fields: dict[str, Any], leave_out: Iterable[str] = (),
+           country: str | None = None) -> str:
+    """The identifiers given, by name, canonical: ``iban=fr76...;msisdn=+2547...``
+    (``country``: the item's, to read a national phone number)."""
+    return ";".join(f"{k}={canonical(k, v, country)}" for k, v in sorted(fields.items())
                     if v not in (None, "") and k not in leave_out)
 
 
 def remittance(item: RemittanceItem) -> Parts | None:
     """The beneficiary's account or msisdn, and the amount and currency the mode names."""
     side = item.source if item.mode == "SOURCE_AMOUNT" else item.destination
-    who = _given(item.credit_party_identifier.model_dump())
+    who = _given(item.credit_party_identifier.model_dump(),
+                 country=item.beneficiary.country_iso_code)
     return (who, amount(side.amount), side.currency) if who else None
 
 
 def merchant_payment(item: MerchantPaymentItem) -> Parts | None:
     """The consumer's account, card or msisdn, and the amount and currency the mode names."""
     side = item.payment if item.mode == "PAYMENT_AMOUNT" else item.collection
-    who = _given(item.debit_party_identifier.model_dump(), ("account_type", "card_number"))
+    who = _given(item.debit_party_identifier.model_dump(), ("account_type", "card_number"),
+                 item.consumer.country_iso_code)
     card = item.debit_party_identifier.card_number
     if card:
         who += f";card=*{ident(card)[-4:]}"

@@ -38,6 +38,7 @@ from typing import Any
 
 from runner.cards import luhn, mask
 from runner.errors import NotFound, ProviderError, stop_if_down
+from runner.identifiers import canonical
 from runner.lifecycle import PlanAction
 from runner.payees.names import Verdict, compare
 from runner.payees.trust import Accepted, standing
@@ -109,7 +110,9 @@ class Payee:
         """The account as the state keeps it (a hash); None for card data, never kept."""
         if self.card_like:
             return None
-        text = json.dumps([self.service, self.payer, sorted(self.identifier.items())])
+        # (one account however it is spelt: ``runner.identifiers``)
+        text = json.dumps([self.service, self.payer, sorted(
+            (k, canonical(k, v)) for k, v in self.identifier.items())])
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property

@@ -9,6 +9,11 @@ A transaction's or payment's ``status`` and ``status_class`` come as text in the
 answers and as JSON numbers in the public reference's callback (``"status": 70000``); what
 these calls return carries them as text either way (``read_statuses``, which reads a
 callback's body too), so that the engine compares one form.
+
+What is made from a quotation comes back from its creation, its confirm and its lookups as
+the object the documents show, or it is no answer at all: a body without its ``id``,
+``external_id``, ``status`` or ``status_class`` (a ``200`` carrying an error body, an empty
+object) is an ``UnexpectedAnswer`` (``read_made``), in doubt, and looked up like a lost one.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+from runner.provider.errors import unexpected
 from runner.provider.http import ProviderClient, ext
 from runner.provider.lookups import own
 
 STATUS_FIELDS = ("status", "status_class")
+# What the engine reads of every transaction or payment: without them, no answer.
+MADE_FIELDS = ("id", "external_id", "status", "status_class")
 
 
 def status_text(value: Any) -> Any:
@@ -40,6 +48,16 @@ def read_statuses(obj: Any) -> Any:
     fields as text."""
     if isinstance(obj, dict) and any(f in obj for f in STATUS_FIELDS):
         return {**obj, **{f: status_text(obj[f]) for f in STATUS_FIELDS if f in obj}}
+    return obj
+
+
+def read_made(obj: Any, noun: str, endpoint: str, external_id: str | None) -> Any:
+    """A transaction or payment answered by ``endpoint``, its statuses as text; an
+    ``UnexpectedAnswer`` when the body is not one (``MADE_FIELDS``)."""
+    obj = read_statuses(obj)
+    lacking = [f for f in MADE_FIELDS if not isinstance(obj, dict) or obj.get(f) in (None, "")]
+    if lacking:
+        raise unexpected(200, f"a {noun} without {', '.join(lacking)}", endpoint, external_id)
     return obj
 
 
@@ -72,18 +90,29 @@ class QuotedServiceClient(ProviderClient):
                    "quotation")
 
     def create_from_quotation(self, quotation_ref: int | str, body: dict[str, Any]) -> Any:
-        return read_statuses(self.request("POST", f"/quotations/{quotation_ref}/{self.made}",
-                                          body=body, external_id=body.get("external_id")).body)
+        path = f"/quotations/{quotation_ref}/{self.made}"
+        external_id = body.get("external_id")
+        return self._made(self.request("POST", path, body=body, external_id=external_id).body,
+                          f"POST {self.prefix}{path}", external_id)
 
     def confirm(self, ref: int | str, external_id: str | None = None) -> Any:
-        return read_statuses(self.request("POST", f"/{self.made}/{ref}/confirm",
-                                          external_id=external_id).body)
+        path = f"/{self.made}/{ref}/confirm"
+        return self._made(self.request("POST", path, external_id=external_id).body,
+                          f"POST {self.prefix}{path}", external_id)
 
     def retrieve(self, ref: int | str) -> Any:
-        return read_statuses(self.get(f"/{self.made}/{ref}"))
+        path = f"/{self.made}/{ref}"
+        return self._made(self.get(path), f"GET {self.prefix}{path}", None)
 
     def find_made(self, external_id: str) -> Any | None:
         """What the quotation was made into, or None when the provider clearly has none of
         that external id (OtherRecord when it answers one of another external id)."""
-        return read_statuses(own(self.find(f"/{self.made}/{ext(external_id)}"), "external_id",
-                                 external_id, self.made_noun))
+        path = f"/{self.made}/{ext(external_id)}"
+        found = self.find(path)
+        if found is None:
+            return None
+        return own(self._made(found, f"GET {self.prefix}{path}", external_id), "external_id",
+                   external_id, self.made_noun)
+
+    def _made(self, obj: Any, endpoint: str, external_id: str | None) -> Any:
+        return read_made(obj, self.made_noun, endpoint, external_id)

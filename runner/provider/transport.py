@@ -29,6 +29,14 @@ keep such a connection aside until the transport has settled whether to keep it,
 other call takes it meanwhile, to have it closed under its feet or to send on a connection
 not to be trusted. Nothing closes a connection another call is using. Whatever else goes
 wrong below a call (an exception urllib3 does not expect) is a response lost: in doubt.
+
+One deadline bounds a whole exchange, its head and its body (``timeout``'s second figure,
+the job's ``provider.timeout``): urllib3's read timeout bounds each read of the socket, so an
+answer that trickles in (a byte every few tenths of a second) would never end; the
+transport's ``Deadlines`` shut the socket of a call still going at its deadline, and the call
+ends as one timed out (in doubt: looked up). No answer is read past ``MAX_ANSWER`` bytes
+(decoded), more than any answer the documents describe: a longer one, by its
+Content-Length or as it comes, is refused unread (in doubt too) and its connection closed.
 """
 
 from __future__ import annotations
@@ -36,8 +44,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import ssl
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,6 +85,12 @@ DEFAULT_HEADERS = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
 # Nothing retried, no redirect followed: what ``retries=False`` says, made once (urllib3
 # makes one from it at every call).
 NO_RETRIES = Retry(total=False, redirect=False)
+# The longest answer read (decoded). The documents' largest answers are pages of a list (100
+# transactions, payers or payment orders a page): tens of KB, never half a megabyte.
+MAX_ANSWER = 512 * 1024
+# How late a deadline may be enforced: the watch wakes at most this often, whatever the
+# number of calls.
+DEADLINE_GRAIN = 0.05
 
 
 def as_is(content: bytes, headers: Mapping[str, str]) -> Any:
@@ -131,6 +148,7 @@ class Urllib3Transport:
         self.base_url = base_url.rstrip("/")
         self.proxy = proxy
         self._timeout = Timeout(connect=timeout[0], read=timeout[1])
+        self._deadlines = Deadlines(timeout[1])  # for the whole exchange
         if tls is None and parts.scheme == "https":
             tls = authorities({})
         options: dict[str, Any] = {"maxsize": max(pool_size, 1), "block": False,
@@ -174,35 +192,56 @@ class Urllib3Transport:
             # (http.client refuses them too, but with the header's value, a secret maybe, in
             # its message)
             raise ValueError("a control character or space in the request line or a header")
-        with map_exceptions(request.endpoint, request.external_id):
-            pool = self._pool
-            response = pool.urlopen(
-                request.method, self._prefix + request.target, body=request.body,
-                headers=headers, redirect=False, assert_same_host=False, retries=NO_RETRIES,
-                preload_content=False, release_conn=False, decode_content=True,
-                timeout=self._timeout)
-            connection = pool.hold(response)
-            kept = False
+        pool = self._pool
+        watch = self._deadlines.watch()
+        pool.calls.watch = watch
+        try:
+            with map_exceptions(request.endpoint, request.external_id):
+                return self._exchange(pool, request, headers, watch)
+        except ProviderConnectionError:
+            if watch.expired:
+                raise ProviderTimeout(f"no whole answer within {self._deadlines.seconds:g}s",
+                                      endpoint=request.endpoint,
+                                      external_id=request.external_id) from None
+            raise
+        finally:
+            pool.calls.watch = None
+            if not watch.ended:  # (urlopen failed: _exchange did not end it)
+                self._deadlines.done(watch)
+
+    def _exchange(self, pool: _SettlingPool, request: Request, headers: dict[str, str],
+                  watch: _Watch) -> Reply:
+        response = pool.urlopen(
+            request.method, self._prefix + request.target, body=request.body,
+            headers=headers, redirect=False, assert_same_host=False, retries=NO_RETRIES,
+            preload_content=False, release_conn=False, decode_content=True,
+            timeout=self._timeout)
+        connection = pool.hold(response)
+        kept = False
+        try:
+            unexpected = _unexpected(response.status, response.headers, headers.get("Accept"))
+            if unexpected is not None:
+                return Reply(response.status, response.headers, b"", None, unexpected)
             try:
-                unexpected = _unexpected(response.status, response.headers,
-                                         headers.get("Accept"))
-                if unexpected is not None:
-                    return Reply(response.status, response.headers, b"", None, unexpected)
-                try:
-                    content = response.read()
-                except DecodeError:  # gzip or deflate that does not decode: the body is lost
-                    return Reply(response.status, response.headers, b"", None,
-                                 f"a {response.headers.get('Content-Encoding')} body that "
-                                 f"does not decode")
-                try:
-                    body = request.read(content, response.headers)
-                except ValueError:  # (UnicodeDecodeError is one)
-                    return Reply(response.status, response.headers, content, None,
-                                 "a body that cannot be read")
-                kept = True
-                return Reply(response.status, response.headers, content, body)
-            finally:
-                pool.settle(response, connection, kept)
+                content = _read_within(response, MAX_ANSWER)
+            except DecodeError:  # gzip or deflate that does not decode: the body is lost
+                return Reply(response.status, response.headers, b"", None,
+                             f"a {response.headers.get('Content-Encoding')} body that "
+                             f"does not decode")
+            if content is None:
+                return Reply(response.status, response.headers, b"", None,
+                             f"an answer longer than {MAX_ANSWER:,} bytes, more than any "
+                             f"the provider documents (not read)")
+            try:
+                body = request.read(content, response.headers)
+            except ValueError:  # (UnicodeDecodeError is one)
+                return Reply(response.status, response.headers, content, None,
+                             "a body that cannot be read")
+            kept = True
+            return Reply(response.status, response.headers, content, body)
+        finally:
+            self._deadlines.done(watch)  # before the connection can serve another call
+            pool.settle(response, connection, kept and not watch.expired)
 
     def close(self) -> None:
         """Close every idle connection (a call after this opens another)."""
@@ -238,6 +277,85 @@ def _accepted(accept: str | None) -> frozenset[str]:
     return frozenset(m.split(";")[0].strip().lower() for m in (accept or "").split(",")) - {""}
 
 
+def _read_within(response: urllib3.BaseHTTPResponse, most: int) -> bytes | None:
+    """The whole body (decoded), or None when it is longer than ``most`` bytes: by its
+    Content-Length, unread, or once ``most`` bytes came and more follow."""
+    length = response.headers.get("Content-Length", "")
+    if length.isascii() and length.isdigit():
+        if int(length) > most:
+            return None
+        if not response.headers.get("Content-Encoding"):
+            return response.read()  # (its length said: the one read of the common answer)
+    content = response.read(most + 1)  # (at most that: urllib3 reads to it, or to the end)
+    return None if len(content) > most else content
+
+
+class _Watch:
+    """One exchange's deadline, and the connection it is on once the pool hands one out."""
+
+    __slots__ = ("connection", "expired", "ended")
+
+    def __init__(self) -> None:
+        self.connection: Any = None
+        self.expired = False
+        self.ended = False
+
+
+class Deadlines:
+    """The deadlines of a transport's exchanges, each ``seconds`` after it starts, and one
+    thread that ends those still going at theirs by shutting their socket: the read blocked
+    on it returns at once, and the exchange fails as one timed out (``_Watch.expired``).
+    One length for all, so the deadlines come in the order the exchanges start (a queue,
+    its oldest first). The thread wakes at most every ``DEADLINE_GRAIN`` seconds and stops
+    when no exchange is watched."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._due: deque[tuple[float, _Watch]] = deque()  # (deadline, watch), oldest first
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self) -> _Watch:
+        """The deadline of an exchange starting now."""
+        watch = _Watch()
+        with self._lock:
+            self._due.append((self._clock() + self.seconds, watch))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadlines",
+                                                daemon=True)
+                self._thread.start()
+        return watch
+
+    def done(self, watch: _Watch) -> None:
+        """The exchange ended: its deadline no longer applies (its entry goes in time)."""
+        with self._lock:  # (after this, the thread cannot shut its connection)
+            watch.ended = True
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                now = self._clock()
+                while self._due and (self._due[0][1].ended or self._due[0][0] <= now):
+                    watch = self._due.popleft()[1]
+                    if not watch.ended:
+                        watch.expired = True
+                        _shut(watch.connection)
+                if not self._due:
+                    self._thread = None
+                    return
+                wait = max(self._due[0][0] - now, DEADLINE_GRAIN)
+            time.sleep(wait)
+
+
+def _shut(connection: Any) -> None:
+    """End whatever reads or writes the connection's socket (it is closed by its call)."""
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 class _SettlingPool(urllib3.HTTPConnectionPool):
     """urllib3's pool, but a connection that an answer came on comes back to it only once
     the transport has settled whether the answer was one the call asked for (``hold``, then
@@ -249,6 +367,14 @@ class _SettlingPool(urllib3.HTTPConnectionPool):
         super().__init__(*args, **kwargs)
         self._unsettled: set[object] = set()  # connections
         self._settled = threading.Lock()
+        self.calls = threading.local()  # .watch: the calling thread's exchange's deadline
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        connection = super()._get_conn(timeout)
+        watch = getattr(self.calls, "watch", None)
+        if watch is not None:
+            watch.connection = connection
+        return connection
 
     def _put_conn(self, conn: Any) -> None:
         with self._settled:

@@ -18,6 +18,7 @@ import csv
 import io
 import shutil
 import tempfile
+import unicodedata
 import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -38,7 +39,10 @@ COLUMNS = ("external_id", "row", "state", "beneficiary", "identifier", "payer_id
 # Amount columns and the currency each is written in (a fee is in the source currency).
 _AMOUNTS = {"source_amount": "source_currency", "fee": "source_currency",
             "destination_amount": "destination_currency"}
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+# What makes a spreadsheet read a cell as a formula: its first character, or the first after
+# blanks, in any compatibility form (a fullwidth ＝ is folded to = by some).
+_FORMULA = frozenset("=+-@")
+_BLANKS = " \t\r\n\u00a0\u3000"
 # A spool's CSV is held in memory up to this size, then in a temporary file.
 SPOOL_MEMORY = 1 << 20
 
@@ -110,4 +114,16 @@ def csv_cell(value: object) -> str:
     if isinstance(value, int | Decimal):
         return str(value)
     text = str(value)
-    return "'" + text if text.startswith(_FORMULA) else text
+    return "'" + text if _formula_like(text) else text
+
+
+def _formula_like(text: str) -> bool:
+    """Whether a spreadsheet may take ``text`` for a formula (OWASP's CSV injection list:
+    = + - @, a tab or a carriage return first), its compatibility forms included."""
+    first = text[:1]
+    if first.isascii() and first.isalnum() or not first:  # (most cells: a name, a number)
+        return False
+    if first in ("\t", "\r"):
+        return True
+    first = text.lstrip(_BLANKS)[:1]
+    return bool(first) and unicodedata.normalize("NFKC", first)[:1] in _FORMULA

@@ -96,6 +96,17 @@ class ItemLine:
     # `runner reconcile`), in the source currency.
     twice_amount: Decimal | None = None
     twice_fee: Decimal | None = None
+    # What its plan priced it at (currency, amount), for an item not quoted yet: a held one's
+    # money is in the batch's figures before the provider states it.
+    planned: tuple[str, Decimal] | None = None
+
+    @property
+    def money(self) -> tuple[str, Decimal] | None:
+        """(currency, amount) of what it sends: the provider's once quoted, else its plan's
+        price; None when neither is known."""
+        if self.source_currency and self.source_amount is not None:
+            return self.source_currency, self.source_amount
+        return self.planned
 
 
 def stage(item: ItemLine) -> str:
@@ -140,7 +151,14 @@ def item_line(r: ItemRecord, clean: Scrubber, confirmed_at: str | None = None) -
         outcome=r.outcome, payee=clean(_payee(r.payee)),
         twice_amount=sum((Decimal(e.amount) for e in earlier), Decimal(0)) if earlier else None,
         twice_fee=sum((_amount(e.fee) or Decimal(0) for e in earlier), Decimal(0))
-        if earlier else None)
+        if earlier else None, planned=_planned(who.get("planned")))
+
+
+def _planned(value: Any) -> tuple[str, Decimal] | None:
+    """The plan's price of an item (``[currency, amount]`` in its summary), if it has one."""
+    if isinstance(value, list) and len(value) == 2:
+        return str(value[0]), Decimal(str(value[1]))
+    return None
 
 
 def _amount(text: str | None) -> Decimal | None:

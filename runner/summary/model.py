@@ -258,7 +258,8 @@ class Summary:
             "totals": [{"currency": t.currency, "sent": t.sent,
                         "fees": t.fees if t.fees_known else None, "received": t.received,
                         "planned": t.planned, "failed": t.failed, "pending": t.pending,
-                        "to_check": t.review, "not_paid": t.not_paid, "paid_twice": t.twice}
+                        "held": t.held, "to_check": t.review, "not_paid": t.not_paid,
+                        "paid_twice": t.twice}
                        for t in self.totals],
             "rates": [{"source": r.source, "destination": r.destination, "sent": r.sent,
                        "received": r.received, "items": r.items, "rate": r.rate}

@@ -121,9 +121,10 @@ class Tally:
         group = money_group(i)
         if group == "paid":
             self.paid += 1
-        if group is not None and i.source_amount is not None:
+        money = i.money
+        if group is not None and money is not None:
             sums = self.groups.setdefault(group, {})
-            sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.source_amount
+            sums[money[0]] = sums.get(money[0], Decimal(0)) + money[1]
         if i.twice_amount:
             sums = self.groups.setdefault("twice", {})
             sums[i.source_currency] = sums.get(i.source_currency, Decimal(0)) + i.twice_amount

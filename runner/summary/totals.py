@@ -11,11 +11,12 @@ from typing import Any
 from runner.lifecycle import Shown
 from runner.summary.lines import ItemLine
 
-# Where an item's money is, by its state: planned = paid + failed + pending + to check.
+# Where an item's money is, by its state: planned = paid + failed + pending + held + to
+# check. An item not quoted yet counts the amount its plan priced (``ItemLine.planned``).
 MONEY: dict[str, str] = {
     Shown.SETTLED: "paid", Shown.PAID_TWICE: "paid", Shown.FAILED: "failed",
     Shown.PENDING: "pending", Shown.AWAITING_CONFIRM: "pending", Shown.CONFLICT: "to check",
-    Shown.UNKNOWN: "to check", Shown.IN_DOUBT: "to check", Shown.HELD: "to check"}
+    Shown.UNKNOWN: "to check", Shown.IN_DOUBT: "to check", Shown.HELD: "held"}
 
 
 def money_group(i: ItemLine) -> str | None:
@@ -30,7 +31,8 @@ class CurrencyTotal:
     ``received`` in a destination (``fees_known``: some item sent in this currency has a fee
     from the provider; the kinds whose provider shows none leave fees and cost unsaid,
     rather than claim 0). The rest of what was planned in a source currency: ``failed``
-    (nothing paid), ``pending`` (on its way) and ``review`` (needs a person to tell).
+    (nothing paid), ``pending`` (on its way), ``held`` (by its payee check, or as a possible
+    duplicate: not paid until a plan pays it) and ``review`` (needs a person to tell).
     ``twice``: what earlier attempts paid beside an item's own payment (a double payment),
     counted in ``sent`` (the money left) but not in ``planned``."""
 
@@ -42,6 +44,7 @@ class CurrencyTotal:
     senders: int = 0  # settled items sent in this currency
     failed: Decimal = Decimal(0)
     pending: Decimal = Decimal(0)
+    held: Decimal = Decimal(0)
     review: Decimal = Decimal(0)
     twice: Decimal = Decimal(0)
 
@@ -51,7 +54,7 @@ class CurrencyTotal:
 
     @property
     def planned(self) -> Decimal:
-        return self.sent - self.twice + self.failed + self.pending + self.review
+        return self.sent - self.twice + self.failed + self.pending + self.held + self.review
 
     @property
     def not_paid(self) -> Decimal:
@@ -59,13 +62,14 @@ class CurrencyTotal:
 
     @property
     def parts(self) -> list[tuple[str, Decimal, Decimal]]:
-        """(paid | failed | pending | to check, amount, percent of planned), those not 0:
+        """(paid | failed | pending | held | to check, amount, percent of planned), those
+        not 0:
         the stacked bar's segments."""
         planned = self.planned
         if not planned:
             return []
         shares = (("paid", self.sent - self.twice), ("failed", self.failed),
-                  ("pending", self.pending), ("to check", self.review))
+                  ("pending", self.pending), ("held", self.held), ("to check", self.review))
         return [(name, amount, (amount * 100 / planned).quantize(Decimal("0.1")))
                 for name, amount in shares if amount]
 
@@ -100,11 +104,13 @@ class Sums:
         group = money_group(i)
         if group == "paid" and i.destination_currency and i.destination_amount is not None:
             self._add(i.destination_currency, "received", i.destination_amount)
-        if group is None or not i.source_currency or i.source_amount is None:
+        money = i.money
+        if group is None or money is None:
             return
         if group != "paid":
-            self._add(i.source_currency, {"to check": "review"}.get(group, group),
-                      i.source_amount)
+            self._add(money[0], {"to check": "review"}.get(group, group), money[1])
+            return
+        if not i.source_currency or i.source_amount is None:
             return
         self._add(i.source_currency, "sent", i.source_amount)
         values = self.sums[i.source_currency]

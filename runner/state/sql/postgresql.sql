@@ -23,7 +23,10 @@ UPDATE runs SET counts = %(counts)s WHERE id = %(run_id)s;
 
 -- end_run --
 UPDATE runs SET ended_at = %(ended_at)s, exit_code = %(exit_code)s, counts = %(counts)s,
-       message = %(message)s, digest = %(digest)s
+       message = %(message)s, digest = %(digest)s,
+       -- A run resumed (a plan applied again) whose summary says something else now: what
+       -- was mailed at its earlier end is not this summary.
+       mailed = CASE WHEN digest = %(digest)s THEN mailed ELSE 0 END
 WHERE id = %(run_id)s;
 
 -- note_exit --

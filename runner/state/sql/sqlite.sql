@@ -20,7 +20,10 @@ UPDATE runs SET counts = :counts WHERE id = :run_id;
 
 -- end_run --
 UPDATE runs SET ended_at = :ended_at, exit_code = :exit_code, counts = :counts,
-       message = :message, digest = :digest
+       message = :message, digest = :digest,
+       -- A run resumed (a plan applied again) whose summary says something else now: what
+       -- was mailed at its earlier end is not this summary.
+       mailed = CASE WHEN digest = :digest THEN mailed ELSE 0 END
 WHERE id = :run_id;
 
 -- note_exit --
