@@ -30,8 +30,8 @@ from typing import Any
 import phonenumbers
 import pycountry
 
-PHONE_FIELDS = frozenset({"msisdn", "phone_number", "home_phone", "mobile_phone",
-                          "holder_phone"})
+from runner.rules import PHONE_FIELDS
+
 #: The fields that name an account, a card or a phone: ASCII only.
 ASCII_FIELDS = PHONE_FIELDS | frozenset({
     "bank_account_number", "account_number", "iban", "swift_bic_code", "bic", "clabe",

@@ -49,9 +49,10 @@ ENUMS = {
 # 255.
 TEXT_MAX = 255
 NAME_MAX = 100
+PHONE_FIELDS = frozenset({"msisdn", "phone_number", "home_phone", "mobile_phone",
+                          "holder_phone"})
 TEXT_LIMITS: dict[str, int] = {
-    **dict.fromkeys(("msisdn", "phone_number", "home_phone", "mobile_phone", "holder_phone"),
-                    32),
+    **dict.fromkeys(PHONE_FIELDS, 32),
     "iban": 42, "swift_bic_code": 11, "bic": 11, "card_number": 23, "card_cvv": 4,
     **dict.fromkeys(("email", "holder_email", "recipient_email", "Email"), 254),
     **dict.fromkeys(("firstname", "lastname", "lastname2", "middlename", "nativename",

@@ -151,11 +151,11 @@ def _run(job: Job, provider: Provider, worker: Worker, options: RunOptions, hook
         if not ending.refused and _finishes(worker, digest, round_key):
             summary = _summary(job, state, run_id, ending)
         code = ending.code
-        if code is None and summary is not None and _left_unpaid(job, options, summary):
+        unpaid = _left_unpaid(job, options, summary) if summary is not None else 0
+        if code is None and unpaid:
             code = ExitCode.PROBLEMS
-            ending.message = f"{_left_unpaid(job, options, summary)} item(s) this run was " \
-                             f"to pay are not paid (not started, or not confirmed): run " \
-                             f"again to pay them"
+            ending.message = f"{unpaid} item(s) this run was to pay are not paid (not " \
+                             f"started, or not confirmed): run again to pay them"
             log.error("%s", ending.message, extra=event("left_unpaid"))
         if code is None:
             code = ExitCode.PROBLEMS if summary is not None and summary.items_problems \

@@ -24,7 +24,6 @@ from decimal import Decimal
 from typing import Any
 
 from runner.cards import mask
-from runner.engine import answers
 from runner.engine.answers import same_amount
 from runner.engine.flow import Entry
 from runner.engine.quoted import QuotedFlow
@@ -47,6 +46,9 @@ def payment_details(payment: dict[str, Any]) -> dict[str, Any] | None:
 class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]):
     created = Call.PAYMENT
     quotation_fields = frozenset({"payment_method_id", "mode", "payment", "collection"})
+    sides = ("payment", "collection")
+    identified, named = "debit_party_identifier", "consumer"
+    not_identifying = ("account_type",)
     def summary_of(self, item: MerchantPaymentItem) -> dict[str, Any]:
         ident = item.debit_party_identifier.model_dump(exclude_none=True)
         ident.pop("account_type", None)  # not an identifier of the consumer
@@ -79,20 +81,6 @@ class MerchantPaymentFlow(QuotedFlow[MerchantPaymentItem, MerchantPaymentClient]
                 "source_amount": Decimal(quotation["payment"]["amount"]),
                 "destination_currency": quotation["collection"]["currency"],
                 "destination_amount": Decimal(quotation["collection"]["amount"])}
-
-    def compared(self, entry: Entry[MerchantPaymentItem], payment: dict[str, Any]
-                 ) -> list[answers.Compared]:
-        r = entry.record
-        compared = [*answers.side("payment", r.source_amount, r.source_currency, payment),
-                    *answers.side("collection", r.destination_amount,
-                                  r.destination_currency, payment)]
-        if entry.read:
-            item = entry.item
-            compared += answers.identifiers("debit_party_identifier",
-                                            item.debit_party_identifier.model_dump(), payment,
-                                            ("account_type",))
-            compared += answers.names("consumer", item.consumer.model_dump(), payment)
-        return compared
 
     def kept(self, payment: dict[str, Any]) -> ItemChanges:
         details = payment_details(payment)

@@ -12,18 +12,17 @@ status.
 
 Every answer naming the created object (its creation, its confirm, a lookup, a poll) is
 compared with what runner sent and recorded for the item (``runner.engine.answers``): its
-external_id,
-amounts and currencies (the quotation's, as recorded), and, where the item's row is at hand
-(not for a poll, which reads the state alone), whom it pays, identifiers in their canonical
-form (``runner.identifiers``). Any difference makes the item a conflict, for a person. A
-status class that no document names (1 to 9) is taken for money that may have moved: the
-item is polled on, shown unknown (``lifecycle.polled_unknown``), and keeps the run from
-exiting 0 until a poll reads a known one.
+external_id, amounts and currencies (the quotation's, as recorded), and, where the item's
+row is at hand (not for a poll, which reads the state alone), whom it pays, identifiers in
+their canonical form (``runner.identifiers``). Any difference makes the item a conflict,
+for a person. A status class that no document names (1 to 9) is taken for money that may
+have moved: the item is polled on, shown unknown (``Flow.unknown_status``), and keeps the
+run from exiting 0 until a poll reads a known one.
 
 Steps: new -> quoted -> created -> confirmed -> final. The calls are the service client's
 (``runner.provider.quoted``); a subclass names its created object (``created``), the fields of
 its quotation request, what it keeps of a quotation, how it recognises its own quotation, and
-what of its object is compared (``compared``).
+the names of its object's parts that are compared (``sides``, ``identified``, ``named``).
 """
 
 from __future__ import annotations
@@ -58,6 +57,13 @@ ClientT = TypeVar("ClientT", bound=QuotedServiceClient)
 class QuotedFlow(Flow[ItemT, ClientT]):
     created: Call  # the creation's call: a transaction, a payment
     quotation_fields: frozenset[str] = frozenset()
+    # The created object's parts compared with the item: its two sides (the one kept in the
+    # state's source columns, then the destination's), the party it is identified by (and
+    # its fields that identify nobody), and the party named.
+    sides: tuple[str, str] = ("", "")
+    identified: str = ""
+    not_identifying: tuple[str, ...] = ()
+    named: str = ""
     doubt_settled_from_state = True  # a confirm is looked up by its external_id alone
 
     # ------------------------------------------------------------ what a subclass says
@@ -69,9 +75,20 @@ class QuotedFlow(Flow[ItemT, ClientT]):
         raise NotImplementedError
 
     def compared(self, entry: Entry[ItemT], obj: dict[str, Any]) -> list[answers.Compared]:
-        """The fields of the created object compared with what runner sent or recorded
-        (``Entry.read``: whether the item's row is at hand)."""
-        raise NotImplementedError
+        """The fields of the created object compared with what runner sent or recorded:
+        both sides against the quotation's as recorded, and, where the item's row is at
+        hand (``Entry.read``), its party's identifiers and names."""
+        r, (source, destination) = entry.record, self.sides
+        compared = [*answers.side(source, r.source_amount, r.source_currency, obj),
+                    *answers.side(destination, r.destination_amount, r.destination_currency,
+                                  obj)]
+        if entry.read:
+            item = entry.item
+            compared += answers.identifiers(self.identified,
+                                            getattr(item, self.identified).model_dump(), obj,
+                                            self.not_identifying)
+            compared += answers.names(self.named, getattr(item, self.named).model_dump(), obj)
+        return compared
 
     def differences(self, entry: Entry[ItemT], obj: dict[str, Any]) -> list[str]:
         """What the provider's object says otherwise than the item (each a conflict)."""

@@ -59,6 +59,7 @@ from runner.summary.model import Scrubber
 COMPARED = ("status", "transaction_id", "source_currency", "source_amount", "fee",
             "destination_currency", "destination_amount")
 UNKNOWN, MISSING = "unknown to the state", "missing at the provider"
+Twice = tuple[EarlierPaid, Decimal]  # an earlier attempt paid after all; what it shows paid
 OTHER = "another's record"  # the lookup by external_id answered a record that is not it
 
 
@@ -170,15 +171,16 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     stubs = [ItemRecord(v.external_id, job.name, job.kind, v.row) for v in unseen]
     result = Reconciliation(job.name, job.kind)
 
-    def one(record: ItemRecord) -> tuple[ItemChanges | None, list[Difference]]:
-        return _compare(flow, record, earlier.get(record.external_id, []), result)
+    def one(record: ItemRecord) -> tuple[ItemChanges | None, list[Difference], list[Twice]]:
+        return (*_compare(flow, record, earlier.get(record.external_id, []), result),
+                list(_paid_twice(flow, record)))
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reconcile") as pool:
         found = list(pool.map(one, [*records, *stubs]))
     result.recorded.sort()  # written by the pool's threads as they came
     result.progressed.sort()
     sums: dict[str, list[Any]] = {}
-    for record, (held, differences) in zip([*records, *stubs], found, strict=True):
+    for record, (held, differences, twice) in zip([*records, *stubs], found, strict=True):
         result.compared += 1
         result.differences += differences
         if record.outcome == Outcome.SETTLED and record.source_currency:
@@ -190,7 +192,7 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
             if held is not None and _same(held.get("status", record.status), record.status):
                 total[2] += _cost(held.get("source_amount", record.source_amount),
                                   held.get("fee", record.fee))
-        for paid, shown_paid in _paid_twice(flow, record):
+        for paid, shown_paid in twice:
             total = sums.setdefault(paid.currency, [0, Decimal(0), Decimal(0), 0])
             total[1] += _cost(paid.amount, paid.fee)
             total[2] += shown_paid
@@ -212,8 +214,7 @@ def reconcile_job(job: Job, store: StateStore, flow: Flow[Any, Any],
     return result
 
 
-def _paid_twice(flow: Flow[Any, Any], record: ItemRecord
-                ) -> Iterator[tuple[EarlierPaid, Decimal]]:
+def _paid_twice(flow: Flow[Any, Any], record: ItemRecord) -> Iterator[Twice]:
     """The item's earlier attempts recorded paid after all, each with what the provider's
     records of it show paid now (0 once it shows it unpaid, or cannot say)."""
     for paid in record.paid_before:
@@ -221,9 +222,10 @@ def _paid_twice(flow: Flow[Any, Any], record: ItemRecord
             held = flow.found(record, paid.ref)
         except (NoLookup, ItemInDoubt, OtherRecord):
             held = None
-        still = held is not None and flow.outcome_of(held) == Outcome.SETTLED
-        yield paid, _cost(held.get("source_amount"), held.get("fee")) if (
-            held is not None and still) else Decimal(0)
+        if held is None or flow.outcome_of(held) != Outcome.SETTLED:
+            yield paid, Decimal(0)
+        else:
+            yield paid, _cost(held.get("source_amount"), held.get("fee"))
 
 
 def _compare(flow: Flow[Any, Any], record: ItemRecord, retries: list[RetryRecord],

@@ -28,6 +28,8 @@ from runner.validation import BALANCES
 class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
     created = Call.TRANSACTION
     quotation_fields = frozenset({"payer_id", "mode", "source", "destination"})
+    sides = ("source", "destination")
+    identified, named = "credit_party_identifier", "beneficiary"
     def summary_of(self, item: RemittanceItem) -> dict[str, Any]:
         ident = item.credit_party_identifier.model_dump(exclude_none=True)
         return {"beneficiary": " ".join(x for x in (item.beneficiary.firstname,
@@ -67,15 +69,8 @@ class RemittanceFlow(QuotedFlow[RemittanceItem, MoneyTransferClient]):
 
     def compared(self, entry: Entry[RemittanceItem], txn: dict[str, Any]
                  ) -> list[answers.Compared]:
-        r = entry.record
-        compared = [*answers.side("source", r.source_amount, r.source_currency, txn),
-                    *answers.side("destination", r.destination_amount,
-                                  r.destination_currency, txn)]
+        compared = super().compared(entry, txn)
         if entry.read:
-            item = entry.item
-            compared.append(("payer.id", item.payer_id, answers.at(txn, "payer", "id"),
+            compared.append(("payer.id", entry.item.payer_id, answers.at(txn, "payer", "id"),
                              answers.TEXT))
-            compared += answers.identifiers("credit_party_identifier",
-                                            item.credit_party_identifier.model_dump(), txn)
-            compared += answers.names("beneficiary", item.beneficiary.model_dump(), txn)
         return compared
