@@ -35,6 +35,8 @@ here (the sandbox's own errors are the emulated provider's answers, not runner's
     │                              approved plan (`run`, `confirm` refused): nothing was sent
     ├── SigningError               exit 2; a key that cannot sign (unreadable, a wrong
     │                              passphrase), or a signature that does not verify
+    ├── ConsoleRefused             what `runner console` says no to, in words for the
+    │                              person at the page (HTTP 400)
     ├── FileNotWritten             exit 74; a file runner writes (a plan, a report, a
     │                              summary) cannot be: a full disk, no permission, a link,
     │                              a device or a folder where it goes (runner.state.files)
@@ -266,6 +268,13 @@ class NeedsApproval(RunnerError):
 class SigningError(RunnerError):
     """A key cannot sign (unreadable, a public key, a wrong passphrase, a type not read), or a
     signature cannot be read or does not verify (``runner.signatures``)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConsoleRefused(RunnerError):
+    """What the console says no to (``runner.console``): a call out of order, from another
+    page, by a key that may not, for a plan that may no longer be signed."""
 
     exit_code = ExitCode.USAGE
 

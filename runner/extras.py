@@ -2,7 +2,8 @@
 job or a command needs one that is not installed.
 
 ``sandbox`` (fastapi, uvicorn): ``base_url: sandbox`` and ``runner sandbox serve``;
-``postgresql`` (psycopg and its pool): ``--state postgresql://...``. A production runner against the
+``postgresql`` (psycopg and its pool): ``--state postgresql://...``; ``console`` (starlette,
+uvicorn, webauthn, itsdangerous): `runner console`. A production runner against the
 provider's API with a SQLite state needs neither.
 """
 
@@ -13,7 +14,8 @@ import importlib
 from runner.errors import MissingExtra
 
 DISTRIBUTION = "payrunner"
-EXTRAS = {"sandbox": ("fastapi", "uvicorn"), "postgresql": ("psycopg", "psycopg_pool")}
+EXTRAS = {"sandbox": ("fastapi", "uvicorn"), "postgresql": ("psycopg", "psycopg_pool"),
+          "console": ("starlette", "uvicorn", "webauthn", "itsdangerous")}
 
 
 def require(extra: str, what: str) -> None:

@@ -36,12 +36,20 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runner.errors import FieldProblem, FileUnreadable, JobError, JobErrors, PolicyRefused
+from runner.errors import (
+    FieldProblem,
+    FileUnreadable,
+    JobError,
+    JobErrors,
+    PolicyRefused,
+    SigningError,
+)
 
 if TYPE_CHECKING:
     from runner.signatures import AllowedSigner
@@ -56,6 +64,34 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class StepUp(_Model):
+    """A rule that asks more approvals of a plan where it fires: a batch paying more than
+    ``batch_over`` in a currency, an item paying more than ``item_over``, a payee never paid
+    on this state before (``new_payee``), a person paid to another account than last time
+    (``changed_account``). ``approvals`` keys of ``group`` (or of any approver) approve it."""
+
+    name: str = Field(min_length=1, max_length=80, description="how plans name the rule")
+    batch_over: dict[str, Decimal] = Field(default_factory=dict, description="currency -> "
+                                           "the batch's total above which the rule fires")
+    item_over: dict[str, Decimal] = Field(default_factory=dict, description="currency -> "
+                                          "one item's amount above which the rule fires")
+    new_payee: bool = Field(default=False, description="fires for a payee never paid on "
+                            "this state before")
+    changed_account: bool = Field(default=False, description="fires for a person paid to "
+                                  "another account than last time")
+    approvals: int = Field(default=1, ge=1, le=20, description="approvals the rule asks, "
+                           "of keys of its group")
+    group: str | None = Field(default=None, description="who may give them: a group of "
+                              "the policy's groups (by default any approver)")
+
+    @model_validator(mode="after")
+    def _fires(self) -> Self:
+        if not (self.batch_over or self.item_over or self.new_payee or self.changed_account):
+            raise FieldProblem("name", "a step-up rule says when it fires: batch_over, "
+                               "item_over, new_payee or changed_account")
+        return self
+
+
 class Rules(_Model):
     four_eyes: bool = Field(default=False, description="money moves only through plan "
                             "files signed by a planner and approved by other keys")
@@ -66,12 +102,20 @@ class Rules(_Model):
                                   "to the policy file")
     payee_approvals: int = Field(default=1, ge=1, le=20, description="keys that sign the "
                                  "acceptance of a payee the payee check held")
+    groups: dict[str, list[str]] = Field(default_factory=dict, description="group -> the "
+                                         "principals (of the approvers) in it")
+    step_up: list[StepUp] = Field(default_factory=list, description="more approvals where "
+                                  "a plan pays more, or pays someone new")
 
     @model_validator(mode="after")
     def _signers(self) -> Self:
         if self.four_eyes and self.approvers is None:
             raise FieldProblem("approvers", "four_eyes needs the keys that may plan and "
                                "approve: an allowed-signers file the executor keeps")
+        for rule in self.step_up:
+            if rule.group is not None and rule.group not in self.groups:
+                raise FieldProblem("step_up", f"the rule {rule.name!r} names the group "
+                                   f"{rule.group!r}, which groups does not define")
         return self
 
 
@@ -180,6 +224,8 @@ class MoneyRules:
     source: str = "the job file"
     account: str | None = None
     remembered: BatchRules | None = None
+    step_up: tuple[StepUp, ...] = ()
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def under(self, batch: BatchRules | None) -> MoneyRules:
         """These rules, made as strict as the state remembers the batch was planned under
@@ -215,10 +261,14 @@ class MoneyRules:
         """The allowed-signers files these rules name, as text (for the state to keep), and
         those the state kept already."""
         from runner.job.sources import read_regular
-        from runner.signatures import SIGNERS_FILE_LIMIT
+        from runner.signatures import SIGNERS_FILE_LIMIT, passkeys_of
 
-        files = [(str(p), read_regular(p, SIGNERS_FILE_LIMIT, "too large").decode("utf-8"))
-                 for p in self.files]
+        def text(path: Path) -> str:  # with the passkeys beside it, as one list
+            found = [path, *([passkeys_of(path)] if passkeys_of(path).is_file() else [])]
+            return "\n".join(read_regular(p, SIGNERS_FILE_LIMIT, "too large").decode("utf-8")
+                             for p in found)
+
+        files = [(str(p), text(p)) for p in self.files]
         return files + list(self.remembered.signers if self.remembered else ())
 
 
@@ -259,6 +309,37 @@ class Trust:
             first = first or line
         return first, ""
 
+    def passkey(self, credential_id: bytes) -> AllowedSigner | None:
+        """The registered passkey (of the first list that has it) of ``credential_id``."""
+        for _, signers in self.lists:
+            for line in signers:
+                if line.passkey and line.credential_id == credential_id:
+                    return line
+        return None
+
+    def signed_by(self, signature: str | dict[str, Any], message: bytes,
+                  namespace: str) -> bytes:
+        """The key (its blob) that made ``signature`` of ``message`` in ``namespace``: an
+        SSH signature (armored text) or a passkey's assertion (``runner.passkeys``); a
+        SigningError when it does not verify. Whether the key may sign is ``signer``'s."""
+        from runner import passkeys
+        from runner.signatures import verify
+
+        if isinstance(signature, str):
+            return verify(signature, message, namespace)
+        assertion = passkeys.Assertion.from_entry(signature)
+        try:
+            credential = passkeys.from_b64url(assertion.credential_id)
+        except ValueError:
+            raise SigningError("the passkey's credential is not base64url") from None
+        line = self.passkey(credential)
+        if line is None:
+            raise SigningError("its passkey is not registered (in no passkeys file of the "
+                               "approvers)")
+        passkeys.verify(assertion, passkeys.challenge(namespace, message), line.rp_id,
+                        line.public_key)
+        return line.key
+
 
 def rules_of(run: Any, fields_set: AbstractSet[str], job_approvers: Path | None,
              policy: Policy | None, base_url: str, api_key: str
@@ -295,4 +376,5 @@ def rules_of(run: Any, fields_set: AbstractSet[str], job_approvers: Path | None,
                       run.approvals if run.four_eyes else 1),
         policy_approvers=policy.approvers_path(rules) if rules.four_eyes else None,
         job_approvers=own, payee_approvals=rules.payee_approvals, source=said,
-        account=name), problems
+        account=name, step_up=tuple(rules.step_up) if rules.four_eyes else (),
+        groups={k: tuple(v) for k, v in rules.groups.items()}), problems

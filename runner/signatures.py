@@ -232,6 +232,14 @@ class AllowedSigner:
     valid_after: datetime | None = None
     valid_before: datetime | None = None
     cert_authority: bool = False
+    # A passkey's line (``runner.passkeys``): its relying party, credential and COSE key.
+    rp_id: str = ""
+    credential_id: bytes = b""
+    public_key: bytes = b""
+
+    @property
+    def passkey(self) -> bool:
+        return bool(self.credential_id)
 
     def refuses(self, namespace: str, now: datetime) -> str:
         """Why this line does not let its key sign in ``namespace`` at ``now``; "" if it
@@ -249,8 +257,22 @@ class AllowedSigner:
 
 
 def read_allowed_signers(path: Path) -> list[AllowedSigner]:
-    """Every key of the allowed-signers file ``path``; a JobError naming the line for one
-    that cannot be read (a trust list is read whole or not at all)."""
+    """Every key of the allowed-signers file ``path``, and of the passkeys file beside it
+    (``passkeys_of``) when there is one; a JobError naming the file and line for one that
+    cannot be read (a trust list is read whole or not at all)."""
+    signers = _read_signers(path)
+    beside = passkeys_of(path)
+    return signers + _read_signers(beside) if beside.is_file() else signers
+
+
+def passkeys_of(path: Path) -> Path:
+    """The passkeys file beside the allowed-signers file ``path`` (``runner.passkeys``)."""
+    from runner.passkeys import PASSKEYS_SUFFIX
+
+    return path.with_name(path.name + PASSKEYS_SUFFIX)
+
+
+def _read_signers(path: Path) -> list[AllowedSigner]:
     try:
         # Never a FIFO, a device or /proc/self/environ.
         text = read_regular(path, SIGNERS_FILE_LIMIT, f"larger than {SIGNERS_FILE_LIMIT >> 20} "
@@ -297,7 +319,8 @@ def _signer(line: str, number: int) -> AllowedSigner:
         raise ValueError("expected: principals [options] keytype base64-key [comment]")
     principals, rest = words[0].strip('"'), words[1:]
     options: dict[str, str] = {}
-    if rest[0] not in KEY_TYPES and not rest[0].startswith(("sk-", "ssh-", "ecdsa-")):
+    if rest[0] not in (*KEY_TYPES, "webauthn") and not rest[0].startswith(
+            ("sk-", "ssh-", "ecdsa-")):
         for option in _split(rest[0], ","):
             name, _, value = option.partition("=")
             options[name.lower()] = value.strip('"')
@@ -305,6 +328,8 @@ def _signer(line: str, number: int) -> AllowedSigner:
     if len(rest) < 2:
         raise ValueError("a key type and a base64 key are expected after the principals")
     kind, encoded = rest[0], rest[1]
+    if kind == "webauthn":
+        return _passkey(principals, options, encoded, number)
     if kind not in KEY_TYPES:
         raise ValueError(f"a {kind} key is not read here (Ed25519, ECDSA and RSA keys are)")
     try:
@@ -320,6 +345,30 @@ def _signer(line: str, number: int) -> AllowedSigner:
     return AllowedSigner(principals, blob, number, namespaces,
                          _time(options.get("valid-after")), _time(options.get("valid-before")),
                          "cert-authority" in options)
+
+
+def _passkey(principals: str, options: dict[str, str], encoded: str,
+             number: int) -> AllowedSigner:
+    """A passkeys file's line (``runner.passkeys``)."""
+    from runner.passkeys import from_b64url, passkey_blob
+
+    unknown = set(options) - {"rp-id", "credential", "namespaces", "valid-after",
+                              "valid-before"}
+    if unknown:
+        raise ValueError(f"unknown option {sorted(unknown)[0]!r}")
+    rp_id = options.get("rp-id", "")
+    if not rp_id or "credential" not in options:
+        raise ValueError('a passkey\'s line names its rp-id="..." and credential="..."')
+    try:
+        credential, key = from_b64url(options["credential"]), from_b64url(encoded)
+    except ValueError:
+        raise ValueError("the passkey's credential and key are base64url") from None
+    if not credential or not key:
+        raise ValueError("the passkey's credential and key are base64url")
+    namespaces = tuple(options["namespaces"].split(",")) if "namespaces" in options else None
+    return AllowedSigner(principals, passkey_blob(rp_id, credential, key), number, namespaces,
+                         _time(options.get("valid-after")), _time(options.get("valid-before")),
+                         rp_id=rp_id, credential_id=credential, public_key=key)
 
 
 def _time(value: str | None) -> datetime | None:

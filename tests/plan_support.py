@@ -69,13 +69,15 @@ def four_eyes(job: Path, approvers: Path, **values: str) -> Path:
 
 
 TOP = ("job.name", "job.kind", "job.file", "job.sha256", "job.rows_file", "job.rows_sha256",
-       "job.approvers_sha256", "state", "planned_by.user", "planned_by.host", "planned_at",
+       "job.approvers_sha256", "job.passkeys_sha256", "rules_fired", "state",
+       "planned_by.user", "planned_by.host", "planned_at",
        "valid_until", "quoted", "retry_failed", "include_unchanged", "allow_duplicates",
        "max_rate_change", "four_eyes", "approvals", "policy", "job.templates[0].name",
        "job.templates[0].file", "job.templates[0].sha256", "counts.new", "counts.invalid",
        "stops", "shortfall")
 ITEM = ("external_id", "row", "action", "ref", "lineage", "step", "changed", "why",
-        "fingerprint", "balance", "beneficiary", "payer", "account", "currency", "amount",
+        "fingerprint", "balance", "beneficiary", "payer", "account", "account_key",
+        "currency", "amount",
         "fee", "rate", "quoted_rate", "rate_name", "received_currency", "received")
 BALANCE = ("balance", "currency", "items", "amount", "fee", "estimated_fee", "fee_samples",
            "fee_margin", "needed", "available", "short")
@@ -102,6 +104,8 @@ def edited(value: Any) -> Any:
         return value + 1
     if value is None:
         return "1"
+    if isinstance(value, list):  # (a list of rules: one more)
+        return [*value, {"rule": "edited", "why": "", "approvals": 1, "group": None}]
     try:
         return str(Decimal(value) + 100)
     except ArithmeticError:

@@ -17,6 +17,7 @@ import click
 from runner import __version__
 from runner.cli.approvals import approve, show
 from runner.cli.batch import reconcile, report, resolve, status
+from runner.cli.console import console
 from runner.cli.init import init
 from runner.cli.manual import man
 from runner.cli.options import quiet_stdout
@@ -64,7 +65,7 @@ def main(ctx: click.Context) -> None:
 
 
 for command in (validate, plan, show, approve, run, apply, confirm, status, report, resolve,
-                reconcile, sandbox, schema, state, init, man):
+                reconcile, console, sandbox, schema, state, init, man):
     main.add_command(command)
 
 

@@ -64,7 +64,9 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     from runner.engine.plan_file import document, write_plan
     from runner.engine.plan_signing import PLAN, sign_plan
     from runner.engine.plan_text import plan_lines
+    from runner.engine.review import KEY_NAME, account_key, earlier_plans, fired
     from runner.job import load_job
+    from runner.kinds import kind_named
 
     loaded = load_job(job)
     if sign is not None and output is None:
@@ -90,17 +92,36 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                              sink=_drop if streams else None, verify=policy)
         plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
         if output is not None:
+            secret = store.plans.key(KEY_NAME)
+            payee_of = kind_named(loaded.kind).payee
+            for p in plan.items:  # whom each pays, as a keyed hash (runner.engine.review)
+                if p.who is not None and p.valid is not None:
+                    p.who["account_key"] = account_key(secret, loaded.kind, p.valid.item)
+                    if payee_of is not None and p.payee is not None and p.payee.holds:
+                        # What an acceptance of the held payee signs (the state's key of
+                        # its account), so that it is accepted where the rows are not.
+                        p.who["accept_as"] = payee_of(p.valid.item).accepted_as
             content = document(plan, loaded, location_text(path), rules)
+            content["rules_fired"] = fired(rules, content, earlier_plans(store, content))
             if sign is not None:
                 signer = sign_plan(content, PLAN, sign, passphrase_for(sign), rules.trust(),
                                    datetime.now(UTC), as_made=True)
                 click.echo(f"signed by {signer.principal} ({signer.key}) as its planner",
                            err=True)
             keep_plan(store, content, rules)  # kept first: a plan is never without its record
+            if sign is not None:  # the console shows it beside the approvals given there
+                store.plans.add_signature(str(content["id"]), signer.key,
+                                          content["signatures"][0])
             digest = write_plan(content, output)
             click.echo(f"plan {content['id']} written to {output} (digest sha256:{digest}); "
                        f"`runner show {output}` lists it, `runner apply {output}` pays it",
                        err=True)
+            for rule in content["rules_fired"]:
+                click.echo(f"step-up rule {rule['rule']!r} fires ({rule['why']}): "
+                           f"{rule['approvals']} approval(s) of "
+                           f"{rule['group'] or 'the approvers'}", err=True)
+            if rules.four_eyes:
+                _tell_approvers(loaded, content, rules, state_dir_of(state))
             if rules.four_eyes and sign is None:
                 click.echo(f"under four eyes its planner signs it (`runner approve {output} "
                            f"--sign KEY --as-planner`), then {rules.approvals} other key(s) "
@@ -115,6 +136,19 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                        f"moves only through an approved plan file (-o PLAN)")
     return ExitCode.USAGE if plan.stops else ExitCode.FUNDS_SHORT if plan.short \
         else ExitCode.OK
+
+
+def _tell_approvers(job: Job, content: dict[str, Any], rules: MoneyRules,
+                    base: Path) -> None:
+    """Mail the approvers that the plan waits for them (``runner.console.notify``), through
+    the job's summary.email server."""
+    from runner.console.notify import plan_waits
+
+    email = job.summary.email if job.summary is not None else None
+    principals = [s.principals for _, signers in rules.trust().lists[:1] for s in signers]
+    told = plan_waits(email, content, principals, base)
+    if told:
+        click.echo(f"told the approvers: {', '.join(told)}", err=True)
 
 
 def _source(job: Job, rules: MoneyRules) -> str:

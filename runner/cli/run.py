@@ -243,12 +243,26 @@ def _execute(job: Path, state: StateLocation | None, concurrency: int | None, ye
             click.echo(result.message, err=True)
         code = _summarize(loaded, templates, st, state_dir_of(state), result)
         code = signalled(stopped_by[0]) if stopped_by else code
+        if applying and applied is not None:
+            _tell_planner(loaded, applied, code, result, state_dir_of(state))
         try:
             record_exit(st, result, code)
         except RunnerError as error:  # the run is over: its exit code stays what it says
             logging.getLogger("runner").warning("the exit code %d could not be recorded: %s",
                                                 code, error)
     sys.exit(code)
+
+
+def _tell_planner(job: Job, applied: AppliedPlan, code: int, result: RunResult,
+                  base: Path) -> None:
+    """Mail the plan's planner that it was applied, and how it ended."""
+    from runner.console.notify import planner_told
+
+    email = job.summary.email if job.summary is not None else None
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts.items()) if n)
+    planner_told(email, applied.document, "applied",
+                 [f"The run ended with exit code {code}{': ' + counts if counts else ''}."],
+                 base)
 
 
 def _templates_of(applied: AppliedPlan | None) -> dict[str, str] | None:

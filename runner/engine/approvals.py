@@ -13,7 +13,9 @@ batch is planned under it; ``admit`` takes a plan file to apply only when nothin
 was edited (against the state's copy: ``edits`` names each field changed; or, signed,
 against its signatures: ``runner.engine.plan_signing``), then as
 ``runner.engine.plan_file.precheck`` allows; a plan applied before comes back with its run,
-which applying it again resumes.
+which applying it again resumes. The approvals given in `runner console` (kept in the state
+with the plan) count beside the file's own signatures, and the step-up rules
+(``runner.engine.review.fired``) ask theirs.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: 
     are its signers (``approved_by`` names nobody); else the state must have kept it. Then
     what ``precheck`` refuses. A plan applied before comes with its run."""
     kept = state.plan_file(str(content["id"]))
+    # The passkeys' signatures given in the console count beside the file's own (an SSH
+    # signature counts where it is: in the file).
+    given = [e for e in state.plans.signatures(str(content["id"]))
+             if "passkey" in e and e not in content[SIGNATURES]]
+    content = {**content, SIGNATURES: [*content[SIGNATURES], *given]}
     if kept is not None and kept.digest != digest:
         raise PlanRefused(["the plan file was edited since it was made: " + "; ".join(
             _shown(edits(json.loads(kept.content), content)) or ["its digest differs"])])
@@ -83,12 +90,16 @@ def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: 
     if rules.four_eyes:
         # (Signatures are read with cryptography, imported only where a plan is signed.)
         from runner.engine.plan_signing import check_signatures, signed_approval, standing
+        from runner.engine.review import earlier_plans, fired, merged
 
         if approved_by:
             raise PlanRefused(["--approved-by names nobody under four eyes: the plan's "
                                "approvers are the keys that signed it"])
         views = check_signatures(content, digest, rules.trust(), now)
-        reasons = standing(views, rules.approvals).reasons
+        # The step-up rules the plan fired when it was made, and those that fire now.
+        rules_fired = merged(content.get("rules_fired"),
+                             fired(rules, content, earlier_plans(state, content)))
+        reasons = standing(views, rules.approvals, rules_fired, rules.groups).reasons
         if reasons:
             raise PlanRefused(reasons)
         if kept is None:  # signed elsewhere: kept now, so that it is applied once

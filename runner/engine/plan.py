@@ -120,7 +120,8 @@ def people(who: dict[str, Any] | None) -> dict[str, str]:
         return {}
     payer = who.get("payer_id", who.get("payment_method_id"))
     return {"beneficiary": str(who.get("beneficiary") or ""),
-            "payer": "" if payer is None else str(payer), "account": identifier_text(who)}
+            "payer": "" if payer is None else str(payer), "account": identifier_text(who),
+            **({k: who[k] for k in ("account_key", "accept_as") if who.get(k)})}
 
 
 @dataclass

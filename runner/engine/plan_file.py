@@ -84,6 +84,7 @@ def document(plan: Plan, job: Job, state: str, rules: MoneyRules) -> dict[str, A
                 "rows_file": str(rows.resolve()) if rows is not None else None,
                 "rows_sha256": sha256_of(rows) if rows is not None else None,
                 "approvers_sha256": sha256_of(approvers) if approvers is not None else None,
+                "passkeys_sha256": passkeys_sha256(approvers),
                 "templates": templates_of(job)},
         "state": state,
         "planned_by": {"user": plan.made_by, "host": plan.made_on},
@@ -98,6 +99,16 @@ def document(plan: Plan, job: Job, state: str, rules: MoneyRules) -> dict[str, A
         **({"payee_checks": plan.payee_checks()} if plan.verify else {}),
         "items": [p.as_dict() for p in plan.items], SIGNATURES: []}
 
+
+
+def passkeys_sha256(approvers: Path | None) -> str | None:
+    """The sha256 of the passkeys file beside the approvers file (``runner.passkeys``);
+    None when there is none."""
+    from runner.signatures import passkeys_of
+
+    if approvers is None or not passkeys_of(approvers).is_file():
+        return None
+    return sha256_of(passkeys_of(approvers))
 
 
 def templates_of(job: Job) -> list[dict[str, str]]:
@@ -187,6 +198,10 @@ def precheck(content: dict[str, Any], job: Job, now: datetime) -> None:
     approvers = job.approvers_path
     if approvers is not None and sha256_of(approvers) != content["job"].get("approvers_sha256"):
         reasons.append(f"the approvers file {approvers} changed since the plan")
+    if approvers is not None and passkeys_sha256(approvers) != content["job"].get(
+            "passkeys_sha256"):
+        reasons.append(f"the passkeys beside the approvers file {approvers} changed since "
+                       "the plan")
     reasons += _templates_changed(content, job)
     if reasons:
         raise PlanRefused(reasons)

@@ -40,6 +40,8 @@ class SignatureView:
     key: str
     signed_at: str
     verdict: str
+    reason: str = ""  # a denial's
+    passkey: bool = False  # signed with a passkey (else an SSH key)
 
     @property
     def valid(self) -> bool:
@@ -250,8 +252,9 @@ def _signature_lines(listing: Listing) -> list[str]:
     if not listing.signatures:
         return ["signatures: none (an unsigned plan)"]
     out = [f"signatures{': ' + listing.approvals if listing.approvals else ''}:"]
-    out += [f"  {s.role}: {s.principal or 'a key not trusted'} ({s.key}) at "
-            f"{s.signed_at}: {s.verdict}" for s in listing.signatures]
+    out += [f"  {s.role}: {s.principal or 'a key not trusted'} "
+            f"({'passkey ' if s.passkey else ''}{s.key}) at {s.signed_at}: {s.verdict}"
+            f"{' (' + s.reason + ')' if s.reason else ''}" for s in listing.signatures]
     return out
 
 
@@ -269,7 +272,16 @@ def as_json(listing: Listing) -> dict[str, Any]:
             "balances": c.get("balances", []),
             "payee_checks": c.get("payee_checks"),
             "approvals": listing.approvals,
-            "signatures": [asdict(s) for s in listing.signatures]}
+            "signatures": [_signature(s) for s in listing.signatures]}
+
+
+def _signature(s: SignatureView) -> dict[str, Any]:
+    shown = asdict(s)
+    if not s.reason:
+        del shown["reason"]
+    if not s.passkey:
+        del shown["passkey"]
+    return shown
 
 
 def as_csv(listing: Listing) -> str:

@@ -27,7 +27,7 @@ signers the rules name must let the key sign.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ from runner.engine.plan_file import (
     SIGNATURES,
     digest_of,
     iso,
+    passkeys_sha256,
     read_plan,
     sha256_of,
     valid_until,
@@ -59,20 +60,30 @@ from runner.signatures import (
     load_signing_key,
     read_allowed_signers,
     sign,
-    verify,
 )
 from runner.state import Approval, Signer
 
 NAMESPACE = "runner-plan"
-PLAN, APPROVE = "plan", "approve"
+PLAN, APPROVE, DENY = "plan", "approve", "deny"
+ROLES = (PLAN, APPROVE, DENY)
 NO_PLANNER = ("it is not signed by its planner (`runner plan JOB -o PLAN --sign KEY` signs a "
               "plan as it is made; `runner approve PLAN --sign KEY --as-planner` one the "
               "executor made)")
 
 
-def message(digest: str, role: str, signed_at: str) -> bytes:
-    """What a signature of the plan ``digest`` signs."""
-    return f"runner plan sha256:{digest}\nrole: {role}\nsigned at: {signed_at}\n".encode()
+def message(digest: str, role: str, signed_at: str, reason: str = "") -> bytes:
+    """What a signature of the plan ``digest`` signs (a denial: with its reason)."""
+    return (f"runner plan sha256:{digest}\nrole: {role}\nsigned at: {signed_at}\n"
+            + (f"reason: {reason}\n" if role == DENY else "")).encode()
+
+
+def signature_of(entry: dict[str, Any]) -> str | dict[str, Any] | None:
+    """What an entry of the plan's ``signatures`` is signed with: an SSH signature's text,
+    or a passkey's assertion (``passkey``); None for neither."""
+    if isinstance(entry.get("signature"), str):
+        return str(entry["signature"])
+    passkey = entry.get("passkey")
+    return passkey if isinstance(passkey, dict) else None
 
 
 def sign_plan(content: dict[str, Any], role: str, key_file: Path,
@@ -111,25 +122,29 @@ def sign_plan(content: dict[str, Any], role: str, key_file: Path,
 def check_signatures(content: dict[str, Any], digest: str, trust: Trust,
                      now: datetime) -> list[SignatureView]:
     """Each signature of the plan as it holds: "valid", or why not (it does not verify, its
-    key is not an approver's or signed before, a second planner)."""
+    key is not an approver's or signed before, a second planner). An SSH signature and a
+    passkey's assertion are read alike (``Trust.signed_by``)."""
     views: list[SignatureView] = []
     seen: dict[str, str] = {}  # key -> the role it signed first
     for n, entry in enumerate(content[SIGNATURES], 1):
-        if not isinstance(entry, dict) or not all(
-                isinstance(entry.get(k), str) for k in ("role", "signed_at", "signature")):
+        signed = signature_of(entry) if isinstance(entry, dict) else None
+        if signed is None or not all(isinstance(entry.get(k), str)
+                                     for k in ("role", "signed_at")) or \
+                not isinstance(entry.get("reason", ""), str):
             views.append(SignatureView("?", "", "", "", f"signature {n} is not a role, a time "
                                                         f"and a signature"))
             continue
-        role, at = entry["role"], entry["signed_at"]
+        role, at, reason = entry["role"], entry["signed_at"], entry.get("reason", "")
         try:
-            blob = verify(entry["signature"], message(digest, role, at), NAMESPACE)
+            blob = trust.signed_by(signed, message(digest, role, at, reason), NAMESPACE)
         except SigningError as exc:
-            views.append(SignatureView(role, "", "", at, f"does not verify: {exc}"))
+            views.append(SignatureView(role, "", "", at, f"does not verify: {exc}",
+                                       reason, isinstance(signed, dict)))
             continue
         key = fingerprint(blob)
         line, verdict = trust.signer(blob, NAMESPACE, now)
         principal = line.principals if line is not None else ""
-        if role not in (PLAN, APPROVE):
+        if role not in ROLES:
             verdict = f"an unknown role {role!r}"
         elif key in seen:
             verdict = f"this key signed the plan already (role {seen[key]})"
@@ -141,7 +156,8 @@ def check_signatures(content: dict[str, Any], digest: str, trust: Trust,
             # unsigned is its planner's who signs it so.)
             verdict = f"the plan names {content['planned_by'].get('user')} as its planner"
         seen.setdefault(key, role)
-        views.append(SignatureView(role, principal, key, at, verdict or "valid"))
+        views.append(SignatureView(role, principal, key, at, verdict or "valid", reason,
+                                   isinstance(signed, dict)))
     return views
 
 
@@ -154,6 +170,8 @@ class Standing:
     refused: list[str]
     wanting: str
     text: str
+    rules_wanting: tuple[str, ...] = ()  # of ``wanting``: the step-up rules' (for a page)
+    short: bool = False  # fewer approvals than the plan asks
 
     @property
     def reasons(self) -> list[str]:
@@ -161,17 +179,37 @@ class Standing:
         return [*self.refused, *([self.wanting] if self.wanting else [])]
 
 
-def standing(views: list[SignatureView], needed: int) -> Standing:
+def standing(views: list[SignatureView], needed: int,
+             fired: list[dict[str, Any]] | None = None,
+             groups: Mapping[str, tuple[str, ...]] | None = None) -> Standing:
+    """Where the signatures ``views`` leave a plan that asks ``needed`` approvals, and
+    those of each step-up rule ``fired`` (``runner.engine.step_up``: so many keys of its
+    group, ``groups`` saying who is in it). A denial that holds refuses the plan."""
     refused = [f"the {v.role} signature{' by ' + (v.principal or v.key) if v.key else ''} "
                f"{'signed at ' + v.signed_at + ' ' if v.signed_at else ''}is refused: "
                f"{v.verdict}" for v in views if not v.valid]
+    refused += [f"denied by {v.principal} at {v.signed_at}: {v.reason}" for v in views
+                if v.valid and v.role == DENY]
     approvals = [v for v in views if v.valid and v.role == APPROVE]
     if not any(v.valid and v.role == PLAN for v in views):
         refused.append(NO_PLANNER)
-    wanting = "" if len(approvals) >= needed else (
+    wanting = [] if len(approvals) >= needed else [
         f"{len(approvals)} of {needed} approval(s): `runner approve PLAN --sign KEY` by "
-        f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's")
-    return Standing(refused, wanting, f"{len(approvals)} of {needed} approval(s)")
+        f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's"]
+    rules_wanting = []
+    for rule in fired or []:
+        group = rule.get("group")
+        members = (groups or {}).get(group, ()) if group else None
+        given = [v for v in approvals if members is None or v.principal in members]
+        if len(given) < int(rule["approvals"]):
+            rules_wanting.append(f"the rule {rule['rule']!r} ({rule['why']}) asks "
+                                 f"{rule['approvals']} approval(s) of "
+                                 f"{'the group ' + group if group else 'the approvers'}; "
+                                 f"{len(given)} given")
+    return Standing(refused, "; ".join([*wanting, *rules_wanting]),
+                    f"{len(approvals)} of {needed} approval(s)"
+                    + (f", {len(fired)} step-up rule(s)" if fired else ""),
+                    tuple(rules_wanting), bool(wanting))
 
 
 def signed_approval(content: dict[str, Any], digest: str, views: list[SignatureView],
@@ -228,6 +266,9 @@ def approvers_of(content: dict[str, Any], job_file: Path | None = None) -> Appro
         if not same:
             raise PlanRefused([f"the approvers file {approvers} changed since the plan was "
                                "made"])
+        if passkeys_sha256(approvers) != content["job"].get("passkeys_sha256"):
+            raise PlanRefused([f"the passkeys beside the approvers file {approvers} changed "
+                               "since the plan was made"])
         lists.append(("run.approvers", read_allowed_signers(approvers)))
     needed = content.get("approvals")
     return Approvers(Trust(tuple(lists)),

@@ -78,7 +78,8 @@ def _off_is_false(value: Any) -> Any:
     return "off" if value is False else value
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: this machine only."""
     if host == "localhost":
         return True
     try:
@@ -120,7 +121,7 @@ class Provider(JobModel):
                              "(api_key: ${RUNNER_API_KEY})")
         if url.scheme == "https" and url.hostname:
             return value.rstrip("/")
-        if url.scheme == "http" and url.hostname and _is_loopback(url.hostname):
+        if url.scheme == "http" and url.hostname and is_loopback(url.hostname):
             return value.rstrip("/")
         raise ValueError(
             f"{value[:100]!r} is not 'sandbox', an https URL, or an http URL on this machine"
@@ -315,7 +316,7 @@ class Smtp(JobModel):
         if self.implicit_tls and self.starttls:
             raise FieldProblem("starttls", "implicit_tls already encrypts the connection; "
                                "set only one of them")
-        if self.tls == "none" and not _is_loopback(self.host):
+        if self.tls == "none" and not is_loopback(self.host):
             raise FieldProblem("starttls", f"plain SMTP to {self.host} would send the summary "
                                "in the clear; use starttls or implicit_tls (plain SMTP is "
                                "for a mail server on this machine only)")

@@ -2,7 +2,8 @@
 account and name, for every batch on the state, until either changes.
 
 An acceptance is one person's (a row of ``accepted_payees``). Under four eyes (``runner
-.policy.MoneyRules``) it is a signature, like a plan's approval: an SSH signature (namespace
+.policy.MoneyRules``) it is a signature, like a plan's approval: an SSH signature, or a
+passkey's assertion given in `runner console` (``runner.passkeys``) (namespace
 ``runner-payee``) of the account, the name and when it was signed (``message``), by a key the
 rules trust; a payee is accepted once ``payee_approvals`` different keys signed it, each
 signature checked again whenever it is read (a key removed from the approvers, or past its
@@ -77,13 +78,17 @@ def standing(rows: Iterable[PayeeAcceptance], rules: MoneyRules,
 
 def _signer(row: PayeeAcceptance, trust: Trust, now: datetime) -> str | None:
     """The principal whose key signed ``row``, when its signature holds; else None."""
-    from runner.signatures import fingerprint, verify
+    import json
+
+    from runner.signatures import fingerprint
 
     assert row.signature is not None
+    # An SSH signature's text, or a passkey's assertion as JSON (`runner console`).
+    signed = json.loads(row.signature) if row.signature.startswith("{") else row.signature
     try:
-        blob = verify(row.signature, message(row.account, row.name, row.accepted_at),
-                      NAMESPACE)
-    except SigningError:
+        blob = trust.signed_by(signed, message(row.account, row.name, row.accepted_at),
+                               NAMESPACE)
+    except (SigningError, ValueError):
         return None
     if fingerprint(blob) != row.signer:
         return None

@@ -100,6 +100,8 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     "0016_items_queue": schema.MIGRATION_0016,
     "0017_queue_workers": schema.MIGRATION_0017,
     "0018_batch_rules_accepted_payees": schema.MIGRATION_0018,
+    "0019_plan_signatures_console": tuple(
+        sql.format(serial="bigserial") for sql in schema.MIGRATION_0019),
 }
 
 # Execute(sql, params) -> rows, on the one connection that migrates.

@@ -67,6 +67,11 @@ TABLES: dict[str, frozenset[str]] = {  # in the order the migrations make them
         "account", "name", "signer", "job_name", "external_id", "accepted_by",
         "accepted_on", "accepted_at", "note", "signature"
     }),
+    "plan_signatures": frozenset({"plan_id", "signer", "role", "entry", "recorded_at"}),
+    "console_events": frozenset({
+        "id", "at", "principal", "key", "action", "plan_id", "detail"
+    }),
+    "state_keys": frozenset({"name", "value"}),
 }
 
 
@@ -164,4 +169,13 @@ MIGRATION_0018 = (
     "FROM payee_acceptances WHERE account IS NOT NULL ORDER BY accepted_at "
     "ON CONFLICT DO NOTHING",
     "DROP TABLE payee_acceptances",
+)
+
+MIGRATION_0019 = (
+    "CREATE TABLE plan_signatures (plan_id text NOT NULL, signer text NOT NULL, "
+    "role text NOT NULL, entry text NOT NULL, recorded_at text, "
+    "PRIMARY KEY (plan_id, signer, role))",
+    "CREATE TABLE console_events (id {serial} PRIMARY KEY, at text NOT NULL, "
+    "principal text, key text, action text NOT NULL, plan_id text, detail text)",
+    "CREATE TABLE state_keys (name text PRIMARY KEY, value text NOT NULL)",
 )

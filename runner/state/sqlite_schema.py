@@ -203,3 +203,13 @@ def _batch_rules(db: Database) -> None:
     # accepted it (with their signature under four eyes): it was kept per item.
     for sql in schema.MIGRATION_0018:
         db.execute(sql)
+
+
+@migrations(name="0019_plan_signatures_console")
+def _plan_signatures(db: Database) -> None:
+    # Approvals given in `runner console` (a passkey's assertion over the plan's digest, or
+    # a denial), kept with the plan until it is applied; what each person did in the
+    # console, with their key; and the state's own keys (the one that hashes accounts in
+    # plan files, so that a plan says "the same account" without saying which).
+    for sql in schema.MIGRATION_0019:
+        db.execute(sql.format(serial="integer"))

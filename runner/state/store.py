@@ -12,7 +12,8 @@ or PostgreSQL, each with its SQL in its own dialect, ``runner/state/sql``), the 
 that hold the queries: ``runs``, ``items``, ``payees``, ``workers`` (claims and the job's
 steps) and ``passes`` (the staged plan, the passes, the job's outstanding cost). The parts
 added since are handed out rather than forwarded to: ``rules`` (what a batch was planned
-under, ``runner.state.rules``) and ``payees`` (the payee checks and acceptances). ``dump`` and
+under, ``runner.state.rules``), ``payees`` (the payee checks and acceptances) and ``plans``
+(the plan files kept, and the console's approvals, ``runner.state.plans``). ``dump`` and
 ``load`` move a whole state (``runner state copy``).
 
 Each method that changes something is one committed transaction: when it returns, the change
@@ -33,6 +34,7 @@ from runner.state.holders import LEASE_TTL
 from runner.state.items import ItemBook
 from runner.state.leases import CLAIM_TTL, Leases, Worker
 from runner.state.payees import PayeeBook
+from runner.state.plans import PlanBook
 from runner.state.queue import Queue
 from runner.state.records import (
     AttemptRecord,
@@ -67,6 +69,7 @@ class StateStore:
         # Parts handed out (a store of parts: ``StateStore.rules.of(job_name)``).
         self.rules = BatchRulesBook(db)
         self.payees = self._payees
+        self.plans = PlanBook(db)
 
     @property
     def shared(self) -> bool:

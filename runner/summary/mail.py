@@ -64,9 +64,10 @@ def compose(email: Email, summary: Summary, subject: str, text: str, html: str,
     return message
 
 
-def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
-    """Send ``message`` to the job's ``to`` and ``cc``, each one address (never read back
-    from the headers); the recipients, or EmailNotSent saying why."""
+def send(message: EmailMessage, email: Email, base: Path, what: str = "summary") -> list[str]:
+    """Send ``message`` (``what`` it is, for the log) to the job's ``to`` and ``cc``, each
+    one address (never read back from the headers); the recipients, or EmailNotSent saying
+    why."""
     smtp = email.smtp
     where = f"{smtp.host}:{smtp.port}"
     recipients = [*email.to, *email.cc]
@@ -103,7 +104,7 @@ def send(message: EmailMessage, email: Email, base: Path) -> list[str]:
     if refused:
         raise EmailNotSent(f"the mail server {where} refused some recipients: "
                            f"{_refusals(refused)}")
-    log.info("summary emailed to %s", ", ".join(recipients), extra=event("summary_emailed"))
+    log.info("%s emailed to %s", what, ", ".join(recipients), extra=event(f"{what}_emailed"))
     return recipients
 
 

@@ -525,3 +525,31 @@ INSERT INTO {table} ({columns}) VALUES ({marks});
 
 -- any_row --
 SELECT 1 FROM {table} LIMIT 1;
+
+-- ---------------------------------------------------------------- plans in the console
+-- plan_file_heads --
+-- The plan files kept, newest first, without their content (the console lists them and
+-- reads each by its id where it is needed).
+SELECT id, job_name, digest, '' AS content, made_at, run_id FROM plan_files
+ORDER BY made_at DESC, id;
+
+-- add_plan_signature --
+-- An approval or denial given in the console: one per key, role and plan.
+INSERT INTO plan_signatures (plan_id, signer, role, entry, recorded_at)
+VALUES (:plan_id, :signer, :role, :entry, :recorded_at) ON CONFLICT DO NOTHING;
+
+-- plan_signatures --
+SELECT * FROM plan_signatures WHERE plan_id = :plan_id ORDER BY recorded_at, signer;
+
+-- note_console_event --
+INSERT INTO console_events (at, principal, key, action, plan_id, detail)
+VALUES (:at, :principal, :key, :action, :plan_id, :detail);
+
+-- console_events --
+SELECT * FROM console_events ORDER BY id DESC LIMIT :limit;
+
+-- make_state_key --
+INSERT INTO state_keys (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING;
+
+-- state_key --
+SELECT value FROM state_keys WHERE name = :name;
