@@ -37,6 +37,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 
 from runner.errors import FileUnreadable, JobError, SigningError
 from runner.job.sources import read_regular
+from runner.passkeys import KEY_TYPE as PASSKEY_TYPE
+from runner.passkeys import PASSKEYS_SUFFIX, from_b64url, passkey_blob
 
 MAGIC = b"SSHSIG"
 ARMOR = ("-----BEGIN SSH SIGNATURE-----", "-----END SSH SIGNATURE-----")
@@ -267,8 +269,6 @@ def read_allowed_signers(path: Path) -> list[AllowedSigner]:
 
 def passkeys_of(path: Path) -> Path:
     """The passkeys file beside the allowed-signers file ``path`` (``runner.passkeys``)."""
-    from runner.passkeys import PASSKEYS_SUFFIX
-
     return path.with_name(path.name + PASSKEYS_SUFFIX)
 
 
@@ -319,7 +319,7 @@ def _signer(line: str, number: int) -> AllowedSigner:
         raise ValueError("expected: principals [options] keytype base64-key [comment]")
     principals, rest = words[0].strip('"'), words[1:]
     options: dict[str, str] = {}
-    if rest[0] not in (*KEY_TYPES, "webauthn") and not rest[0].startswith(
+    if rest[0] not in (*KEY_TYPES, PASSKEY_TYPE) and not rest[0].startswith(
             ("sk-", "ssh-", "ecdsa-")):
         for option in _split(rest[0], ","):
             name, _, value = option.partition("=")
@@ -328,7 +328,7 @@ def _signer(line: str, number: int) -> AllowedSigner:
     if len(rest) < 2:
         raise ValueError("a key type and a base64 key are expected after the principals")
     kind, encoded = rest[0], rest[1]
-    if kind == "webauthn":
+    if kind == PASSKEY_TYPE:
         return _passkey(principals, options, encoded, number)
     if kind not in KEY_TYPES:
         raise ValueError(f"a {kind} key is not read here (Ed25519, ECDSA and RSA keys are)")
@@ -350,8 +350,6 @@ def _signer(line: str, number: int) -> AllowedSigner:
 def _passkey(principals: str, options: dict[str, str], encoded: str,
              number: int) -> AllowedSigner:
     """A passkeys file's line (``runner.passkeys``)."""
-    from runner.passkeys import from_b64url, passkey_blob
-
     unknown = set(options) - {"rp-id", "credential", "namespaces", "valid-after",
                               "valid-before"}
     if unknown:

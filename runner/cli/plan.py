@@ -64,9 +64,8 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
     from runner.engine.plan_file import document, write_plan
     from runner.engine.plan_signing import PLAN, sign_plan
     from runner.engine.plan_text import plan_lines
-    from runner.engine.review import KEY_NAME, account_key, earlier_plans, fired
+    from runner.engine.review import KEY_NAME, fired_on, mark_whom
     from runner.job import load_job
-    from runner.kinds import kind_named
 
     loaded = load_job(job)
     if sign is not None and output is None:
@@ -92,17 +91,9 @@ def show_plan(job: Path, state: StateLocation | None, quote: bool, retry_failed:
                              sink=_drop if streams else None, verify=policy)
         plan.state = str(path) if exists else f"{path} (none yet: every item is new)"
         if output is not None:
-            secret = store.plans.key(KEY_NAME)
-            payee_of = kind_named(loaded.kind).payee
-            for p in plan.items:  # whom each pays, as a keyed hash (runner.engine.review)
-                if p.who is not None and p.valid is not None:
-                    p.who["account_key"] = account_key(secret, loaded.kind, p.valid.item)
-                    if payee_of is not None and p.payee is not None and p.payee.holds:
-                        # What an acceptance of the held payee signs (the state's key of
-                        # its account), so that it is accepted where the rows are not.
-                        p.who["accept_as"] = payee_of(p.valid.item).accepted_as
+            mark_whom(plan, loaded.kind, store.plans.key(KEY_NAME))
             content = document(plan, loaded, location_text(path), rules)
-            content["rules_fired"] = fired(rules, content, earlier_plans(store, content))
+            content["rules_fired"] = fired_on(rules, content, store)
             if sign is not None:
                 signer = sign_plan(content, PLAN, sign, passphrase_for(sign), rules.trust(),
                                    datetime.now(UTC), as_made=True)

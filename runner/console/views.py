@@ -91,7 +91,7 @@ def standing_of(record: PlanFileRecord, content: dict[str, Any], now: datetime,
     # What the page says: what refuses the plan, the step-up rules' wants, and whether more
     # approvals are wanted (the command line's own hint left out).
     shown = [*stands.refused, *stands.rules_wanting,
-             *(["it waits for more approvals"] if stands.short else [])]
+             *(["it waits for more approvals"] if stands.counted else [])]
     return Standing(status, stands.text, shown, views, tuple(stands.refused))
 
 

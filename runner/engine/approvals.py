@@ -90,15 +90,14 @@ def admit(content: dict[str, Any], digest: str, state: StateStore, approved_by: 
     if rules.four_eyes:
         # (Signatures are read with cryptography, imported only where a plan is signed.)
         from runner.engine.plan_signing import check_signatures, signed_approval, standing
-        from runner.engine.review import earlier_plans, fired, merged
+        from runner.engine.review import fired_on, merged
 
         if approved_by:
             raise PlanRefused(["--approved-by names nobody under four eyes: the plan's "
                                "approvers are the keys that signed it"])
         views = check_signatures(content, digest, rules.trust(), now)
         # The step-up rules the plan fired when it was made, and those that fire now.
-        rules_fired = merged(content.get("rules_fired"),
-                             fired(rules, content, earlier_plans(state, content)))
+        rules_fired = merged(content.get("rules_fired"), fired_on(rules, content, state))
         reasons = standing(views, rules.approvals, rules_fired, rules.groups).reasons
         if reasons:
             raise PlanRefused(reasons)

@@ -164,14 +164,18 @@ def check_signatures(content: dict[str, Any], digest: str, trust: Trust,
 @dataclass(frozen=True)
 class Standing:
     """Where a plan's signatures stand under four eyes: what refuses it whatever else is
-    signed (a signature that does not hold, no planner's), the approvals still wanted ("" when
-    there are enough), and how many there are ("1 of 2 approval(s)")."""
+    signed (a signature that does not hold, a denial, no planner's), the approvals still
+    wanted by count and by each step-up rule, and how many there are ("1 of 2 approval(s)")."""
 
     refused: list[str]
-    wanting: str
+    counted: str  # the approvals wanted by count ("" when there are enough)
     text: str
-    rules_wanting: tuple[str, ...] = ()  # of ``wanting``: the step-up rules' (for a page)
-    short: bool = False  # fewer approvals than the plan asks
+    rules_wanting: tuple[str, ...] = ()  # those each step-up rule still wants
+
+    @property
+    def wanting(self) -> str:
+        """Every approval still wanted ("" when there are enough)."""
+        return "; ".join([*([self.counted] if self.counted else []), *self.rules_wanting])
 
     @property
     def reasons(self) -> list[str]:
@@ -183,7 +187,7 @@ def standing(views: list[SignatureView], needed: int,
              fired: list[dict[str, Any]] | None = None,
              groups: Mapping[str, tuple[str, ...]] | None = None) -> Standing:
     """Where the signatures ``views`` leave a plan that asks ``needed`` approvals, and
-    those of each step-up rule ``fired`` (``runner.engine.step_up``: so many keys of its
+    those of each step-up rule ``fired`` (``runner.engine.review``: so many keys of its
     group, ``groups`` saying who is in it). A denial that holds refuses the plan."""
     refused = [f"the {v.role} signature{' by ' + (v.principal or v.key) if v.key else ''} "
                f"{'signed at ' + v.signed_at + ' ' if v.signed_at else ''}is refused: "
@@ -193,9 +197,9 @@ def standing(views: list[SignatureView], needed: int,
     approvals = [v for v in views if v.valid and v.role == APPROVE]
     if not any(v.valid and v.role == PLAN for v in views):
         refused.append(NO_PLANNER)
-    wanting = [] if len(approvals) >= needed else [
+    counted = "" if len(approvals) >= needed else (
         f"{len(approvals)} of {needed} approval(s): `runner approve PLAN --sign KEY` by "
-        f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's"]
+        f"{needed - len(approvals)} more key(s) of run.approvers, not the planner's")
     rules_wanting = []
     for rule in fired or []:
         group = rule.get("group")
@@ -206,10 +210,9 @@ def standing(views: list[SignatureView], needed: int,
                                  f"{rule['approvals']} approval(s) of "
                                  f"{'the group ' + group if group else 'the approvers'}; "
                                  f"{len(given)} given")
-    return Standing(refused, "; ".join([*wanting, *rules_wanting]),
-                    f"{len(approvals)} of {needed} approval(s)"
+    return Standing(refused, counted, f"{len(approvals)} of {needed} approval(s)"
                     + (f", {len(fired)} step-up rule(s)" if fired else ""),
-                    tuple(rules_wanting), bool(wanting))
+                    tuple(rules_wanting))
 
 
 def signed_approval(content: dict[str, Any], digest: str, views: list[SignatureView],

@@ -23,6 +23,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
+from runner.engine.plan import Plan
 from runner.kinds import kind_named
 from runner.lifecycle import TO_PAY
 from runner.policy import MoneyRules, StepUp
@@ -157,6 +158,24 @@ def history(earlier: list[EarlierPlan], key: str) -> list[tuple[EarlierPlan, Per
     """Each earlier payment to the person ``key`` (``Person.key``) or to their account."""
     return [(plan, p) for plan in earlier for p in plan.people
             if p.key == key or (p.account_key is not None and p.account_key == key)]
+
+
+def fired_on(rules: MoneyRules, content: dict[str, Any], state: StateStore
+             ) -> list[dict[str, Any]]:
+    """``fired`` against the plans applied on ``state`` (read only where a rule may fire)."""
+    return fired(rules, content, earlier_plans(state, content)) if rules.step_up else []
+
+
+def mark_whom(plan: Plan, kind: str, secret: bytes) -> None:
+    """Give each item of a plan kept whole its ``account_key``, and each payee the check
+    holds the key its acceptance signs (``accept_as``: the state's key of its account), so
+    that the plan file compares accounts and accepts payees where the rows are not read."""
+    payee_of = kind_named(kind).payee
+    for p in plan.items:
+        if p.who is not None and p.valid is not None:
+            p.who["account_key"] = account_key(secret, kind, p.valid.item)
+            if payee_of is not None and p.payee is not None and p.payee.holds:
+                p.who["accept_as"] = payee_of(p.valid.item).accepted_as
 
 
 def fired(rules: MoneyRules, content: dict[str, Any],
